@@ -1,0 +1,34 @@
+// Command blis runs blis-operator's simulator from the command line: the same engine, inputs and
+// results as the operator, with no cluster needed.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// subcommands is filled by the files of this package (one file per subcommand), each
+// registering its constructor in an init function, so subcommands stay independent.
+var subcommands []func() *cobra.Command
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "blis",
+		Short:         "Simulate LLM inference clusters and evaluate serving policies",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	for _, mk := range subcommands {
+		root.AddCommand(mk())
+	}
+	return root
+}
+
+func main() {
+	if err := newRootCommand().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "blis:", err)
+		os.Exit(1)
+	}
+}
