@@ -1,0 +1,175 @@
+package kvcache
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/inference-sim/blis-operator/internal/engine/workload"
+)
+
+func seg(key uint64, off, n int32) workload.Segment {
+	return workload.Segment{Key: key, Offset: off, Length: n}
+}
+
+func TestPromptBlockHashesCountAndTrailingPartialBlock(t *testing.T) {
+	for _, tc := range []struct{ inputLen, want int32 }{{0, 0}, {15, 0}, {16, 1}, {17, 1}, {100, 6}, {512, 32}} {
+		got := PromptBlockHashes(nil, nil, tc.inputLen, 16, 7)
+		if int32(len(got)) != tc.want {
+			t.Errorf("inputLen %d: %d hashes, want %d", tc.inputLen, len(got), tc.want)
+		}
+		for i, h := range got {
+			if h == NoHash {
+				t.Errorf("inputLen %d: hash %d is NoHash", tc.inputLen, i)
+			}
+		}
+	}
+	if got := PromptBlockHashes(nil, nil, 100, 0, 7); len(got) != 0 {
+		t.Errorf("block size 0 gave %d hashes", len(got))
+	}
+}
+
+func TestSharedRunsGiveSharedHashes(t *testing.T) {
+	// A 64-token system prompt (4 blocks) followed by different user text.
+	a := PromptBlockHashes(nil, []workload.Segment{seg(1, 0, 64), seg(100, 0, 50)}, 114, 16, 0)
+	b := PromptBlockHashes(nil, []workload.Segment{seg(1, 0, 64), seg(200, 0, 70)}, 134, 16, 0)
+	if len(a) != 7 || len(b) != 8 {
+		t.Fatalf("lengths %d, %d", len(a), len(b))
+	}
+	for i := range 4 {
+		if a[i] != b[i] {
+			t.Errorf("block %d of the shared system prompt differs", i)
+		}
+	}
+	for i := 4; i < 7; i++ {
+		if a[i] == b[i] {
+			t.Errorf("block %d after the system prompt is equal", i)
+		}
+	}
+}
+
+func TestHashesIgnoreSegmentation(t *testing.T) {
+	// The same tokens split into runs differently must hash identically.
+	whole := PromptBlockHashes(nil, []workload.Segment{seg(9, 10, 80)}, 80, 16, 1)
+	split := PromptBlockHashes(nil, []workload.Segment{seg(9, 10, 5), seg(9, 15, 0), seg(9, 15, 30), seg(9, 45, 45)}, 80, 16, 2)
+	if len(whole) != 5 || len(split) != 5 {
+		t.Fatalf("lengths %d, %d", len(whole), len(split))
+	}
+	for i := range whole {
+		if whole[i] != split[i] {
+			t.Errorf("block %d differs between segmentations", i)
+		}
+	}
+	// A unique tail is one run continuing across blocks, so it is also segmentation-free:
+	// segs covering only the start, then unique content, equals explicit unique segments.
+	implicit := PromptBlockHashes(nil, []workload.Segment{seg(3, 0, 20)}, 64, 16, 77)
+	explicit := PromptBlockHashes(nil, []workload.Segment{seg(3, 0, 20), seg(77, 0, 44)}, 64, 16, 0)
+	for i := range implicit {
+		if implicit[i] != explicit[i] {
+			t.Errorf("block %d: implicit unique tail differs from explicit segment", i)
+		}
+	}
+}
+
+func TestChangedEarlyTokenChangesEveryLaterHash(t *testing.T) {
+	base := []workload.Segment{seg(5, 0, 160)}
+	ref := PromptBlockHashes(nil, base, 160, 16, 0)
+	// Replace token 37 (block 2) by a different token.
+	changed := []workload.Segment{seg(5, 0, 37), seg(6, 0, 1), seg(5, 38, 122)}
+	got := PromptBlockHashes(nil, changed, 160, 16, 0)
+	for i := range ref {
+		if i < 2 && got[i] != ref[i] {
+			t.Errorf("block %d before the change differs", i)
+		}
+		if i >= 2 && got[i] == ref[i] {
+			t.Errorf("block %d at or after the change is equal", i)
+		}
+	}
+	// A change of offset only (same key, shifted content) also counts as different tokens.
+	shifted := PromptBlockHashes(nil, []workload.Segment{seg(5, 1, 160)}, 160, 16, 0)
+	for i := range ref {
+		if shifted[i] == ref[i] {
+			t.Errorf("block %d equal despite shifted content", i)
+		}
+	}
+	// Different unique keys differ from the first block on.
+	u1 := PromptBlockHashes(nil, nil, 48, 16, 1)
+	u2 := PromptBlockHashes(nil, nil, 48, 16, 2)
+	for i := range u1 {
+		if u1[i] == u2[i] {
+			t.Errorf("unique prompts share block %d", i)
+		}
+	}
+}
+
+func TestMooncakeHashIDsShare32BlocksEach(t *testing.T) {
+	// Mooncake traces describe prompts as lists of 512-token hash ids.
+	prompt := func(ids ...uint64) []workload.Segment {
+		var s []workload.Segment
+		for _, id := range ids {
+			s = append(s, seg(id, 0, 512))
+		}
+		return s
+	}
+	a := PromptBlockHashes(nil, prompt(11, 12, 13, 14), 4*512, 16, 0)
+	b := PromptBlockHashes(nil, prompt(11, 12, 99, 14), 4*512, 16, 0)
+	if len(a) != 128 || len(b) != 128 {
+		t.Fatalf("lengths %d, %d", len(a), len(b))
+	}
+	shared := 0
+	for shared < len(a) && a[shared] == b[shared] {
+		shared++
+	}
+	if shared != 64 {
+		t.Errorf("prompts sharing 2 hash ids share %d blocks, want 64", shared)
+	}
+	for i := 64; i < 128; i++ {
+		if a[i] == b[i] {
+			t.Errorf("block %d equal after the differing hash id", i)
+		}
+	}
+	// Only the prefix matters: the same hash id in a later position is different content.
+	c := PromptBlockHashes(nil, prompt(12), 512, 16, 0)
+	if c[0] == a[32] {
+		t.Error("hash id 12 at position 0 hashes like hash id 12 at position 1")
+	}
+}
+
+func TestHashesDistinctOnRandomPrompts(t *testing.T) {
+	// No collisions among many distinct blocks, a smoke test of the mixing.
+	r := rand.New(rand.NewPCG(1, 2))
+	seen := make(map[uint64]bool)
+	var dst []uint64
+	for range 2000 {
+		n := int32(16 + r.IntN(400))
+		dst = PromptBlockHashes(dst, []workload.Segment{seg(r.Uint64N(8), int32(r.IntN(4)), n)}, n, 16, r.Uint64())
+		for _, h := range dst {
+			seen[h] = true
+		}
+	}
+	// Prompts from 8 keys x 4 offsets share prefixes heavily; count distinct (key, offset, block)
+	// triples reachable and make sure every distinct content got a distinct hash.
+	want := make(map[[3]uint64]bool)
+	r = rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		n := int32(16 + r.IntN(400))
+		k, off := r.Uint64N(8), uint64(r.IntN(4))
+		r.Uint64()
+		for b := range uint64(n / 16) {
+			want[[3]uint64{k, off, b}] = true
+		}
+	}
+	if len(seen) != len(want) {
+		t.Errorf("%d distinct hashes for %d distinct blocks", len(seen), len(want))
+	}
+}
+
+func TestPromptBlockHashesDoesNotAllocate(t *testing.T) {
+	segs := []workload.Segment{seg(1, 0, 300), seg(2, 0, 212), seg(3, 5, 1000)}
+	dst := make([]uint64, 0, 128)
+	allocs := testing.AllocsPerRun(100, func() {
+		dst = PromptBlockHashes(dst, segs, 2000, 16, 42)
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per call", allocs)
+	}
+}
