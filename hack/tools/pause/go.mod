@@ -1,0 +1,3 @@
+module blis-operator/hack/tools/pause
+
+go 1.26.0
