@@ -149,6 +149,6 @@ package=$(2)@$(3) ;\
 echo "Installing $${package}" ;\
 rm -f "$(1)" ;\
 GOBIN="$(LOCALBIN)" CGO_ENABLED=0 go install -trimpath "$${package}" ;\
-mv "$(LOCALBIN)/$$(basename "$(2)")" "$(1)" ;\
+mv "$(LOCALBIN)/$$(basename "$$(echo "$(2)" | sed -E 's#/v[0-9]+$$##')")" "$(1)" ;\
 }
 endef
