@@ -40,9 +40,17 @@ type Request struct {
 	// index within it.
 	Session uint64
 	Round   int32
-	// Timeout is the request's deadline relative to arrival in microseconds (0 = engine default).
+	// Step names the agentic workflow step this request executes ("" outside agentic
+	// sessions) and Iteration is the loop iteration of that step (0 outside loops).
+	Step      string
+	Iteration int32
+	// Timeout is the request's deadline relative to arrival in microseconds (0 = engine
+	// default, NoTimeout = none).
 	Timeout int64
 }
+
+// NoTimeout as a Request's Timeout means the request never times out (BLIS `timeout: 0`).
+const NoTimeout int64 = -1
 
 // Tables holds the names the request indices refer to. Index 0 of each table is the default
 // ("default" client, "" tenant, "standard" class) so a zero Request is valid.
