@@ -1,0 +1,135 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/inference-sim/blis-operator/internal/engine/latency"
+)
+
+// PreemptionPolicy selects the victim when a running request cannot get KV blocks.
+type PreemptionPolicy string
+
+// Preemption policies (vLLM v1 semantics, recompute mode).
+const (
+	// PreemptFCFS evicts the tail of the running batch (the most recently admitted request).
+	PreemptFCFS PreemptionPolicy = "fcfs"
+	// PreemptPriority evicts the running request with the largest (priority, arrival), where
+	// a larger priority value means less urgent (vLLM's convention).
+	PreemptPriority PreemptionPolicy = "priority"
+)
+
+// DefaultTimeout is the per-request deadline used when neither the request nor the
+// configuration sets one: 300 s, as in BLIS.
+const DefaultTimeout int64 = 300_000_000
+
+// InstanceConfig is one vLLM replica with its model, engine settings and latency model already
+// resolved (the model package turns model names, GPUs and flags into these numbers).
+type InstanceConfig struct {
+	// Model names the served model; it is copied into per-request rows.
+	Model string
+	// Latency is the step-time model. Required.
+	Latency latency.Model
+	// TotalKVBlocks is the KV cache capacity in blocks (> 0).
+	TotalKVBlocks int32
+	// BlockSize is the number of tokens per KV block (> 0).
+	BlockSize int32
+	// MaxNumSeqs bounds the running batch (vLLM max-num-seqs, > 0).
+	MaxNumSeqs int32
+	// MaxNumBatchedTokens is the per-step token budget (vLLM max-num-batched-tokens, > 0).
+	MaxNumBatchedTokens int32
+	// LongPrefillTokenThreshold caps one request's prefill chunk per step (0 = no cap).
+	LongPrefillTokenThreshold int32
+	// MaxModelLen bounds prompt plus output length (0 = unlimited).
+	MaxModelLen int32
+	// DisablePrefixCaching turns off prompt-block reuse across requests.
+	DisablePrefixCaching bool
+	// Preemption is the victim policy; empty means fcfs.
+	Preemption PreemptionPolicy
+}
+
+// Validate reports the first invalid field of c.
+func (c *InstanceConfig) Validate() error {
+	switch {
+	case c.Latency == nil:
+		return errors.New("latency model is required")
+	case c.TotalKVBlocks <= 0:
+		return fmt.Errorf("total-kv-blocks must be > 0, got %d", c.TotalKVBlocks)
+	case c.BlockSize <= 0:
+		return fmt.Errorf("block-size-in-tokens must be > 0, got %d", c.BlockSize)
+	case c.MaxNumSeqs <= 0:
+		return fmt.Errorf("max-num-seqs must be > 0, got %d", c.MaxNumSeqs)
+	case c.MaxNumBatchedTokens <= 0:
+		return fmt.Errorf("max-num-batched-tokens must be > 0, got %d", c.MaxNumBatchedTokens)
+	case c.LongPrefillTokenThreshold < 0:
+		return fmt.Errorf("long-prefill-token-threshold must be >= 0, got %d", c.LongPrefillTokenThreshold)
+	case c.MaxModelLen < 0:
+		return fmt.Errorf("max-model-len must be >= 0, got %d", c.MaxModelLen)
+	}
+	switch c.Preemption {
+	case "", PreemptFCFS, PreemptPriority:
+	default:
+		return fmt.Errorf("preemption policy must be %q or %q, got %q", PreemptFCFS, PreemptPriority, c.Preemption)
+	}
+	if c.MaxModelLen > 0 {
+		// A sequence of max-model-len tokens must fit in the cache, or a request the length
+		// guard accepts could never be served (the rule BLIS applies at start-up).
+		need := (int64(c.MaxModelLen) + int64(c.BlockSize) - 1) / int64(c.BlockSize)
+		if need > int64(c.TotalKVBlocks) {
+			return fmt.Errorf("KV cache too small for max-model-len %d: needs %d blocks of %d tokens, total-kv-blocks is %d",
+				c.MaxModelLen, need, c.BlockSize, c.TotalKVBlocks)
+		}
+	}
+	return nil
+}
+
+// Options are switches that do not change simulated behaviour.
+type Options struct {
+	// RequestRecords keeps one row per request in the result (for --metrics-path).
+	RequestRecords bool
+	// CheckInvariants verifies request and KV conservation, causality, clock monotonicity and
+	// the batch limits after every event, failing the run on the first violation. It makes a
+	// run several times slower and is meant for tests.
+	CheckInvariants bool
+}
+
+// Config is a complete, resolved simulation input (apart from the workload).
+type Config struct {
+	// Instances are the replicas, indexed from 0.
+	Instances []InstanceConfig
+	// Router builds the policy that picks each request's instance at arrival; nil means
+	// round-robin.
+	Router RouterFactory
+	// Seed is the master seed of the partitioned random streams.
+	Seed int64
+	// Horizon stops the simulation: events after it are not processed (0 = run to drain).
+	Horizon int64
+	// Timeout is the per-request deadline after cluster arrival used when a request sets
+	// none (0 = DefaultTimeout, < 0 = no deadline).
+	Timeout int64
+	// AdmissionLatency and RoutingLatency delay the admission and routing decisions (µs).
+	AdmissionLatency, RoutingLatency int64
+	// Options do not change results.
+	Options Options
+}
+
+// Validate checks the configuration before a run starts.
+func (c *Config) Validate() error {
+	if len(c.Instances) == 0 {
+		return errors.New("at least one instance is required")
+	}
+	for i := range c.Instances {
+		if err := c.Instances[i].Validate(); err != nil {
+			return fmt.Errorf("instance %d: %w", i, err)
+		}
+	}
+	switch {
+	case c.Horizon < 0:
+		return fmt.Errorf("horizon must be >= 0, got %d", c.Horizon)
+	case c.AdmissionLatency < 0:
+		return fmt.Errorf("admission latency must be >= 0, got %d", c.AdmissionLatency)
+	case c.RoutingLatency < 0:
+		return fmt.Errorf("routing latency must be >= 0, got %d", c.RoutingLatency)
+	}
+	return nil
+}

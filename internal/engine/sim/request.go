@@ -1,0 +1,149 @@
+package sim
+
+import (
+	"github.com/inference-sim/blis-operator/internal/engine/kvcache"
+	"github.com/inference-sim/blis-operator/internal/engine/workload"
+)
+
+// Request lifecycle states inside the simulator.
+const (
+	stFree     uint8 = iota // slot unused
+	stArriving              // generated, between cluster arrival and instance arrival
+	stPending               // at an instance, in the API-server queueing delay
+	stQueued                // in the wait queue
+	stRunning               // in the running batch
+)
+
+// reqState is one live request. Requests live in a slab and are named by their int32 slot, so
+// the wait queue, the running batch and events hold small integers, and a finished request's
+// slot (with the capacity of its slices) is reused by a later one.
+type reqState struct {
+	id       uint64
+	arrival  int64 // cluster arrival
+	deadline int64 // absolute; 0 = none
+	input    int32
+	output   int32
+	client   int32
+	tenant   int32
+	class    int32
+	round    int32
+	session  uint64
+	inst     int32
+	gen      uint32 // bumped whenever the slot is freed, to detect stale events and queue entries
+	state    uint8
+
+	ttftSet      bool
+	lengthCapped bool
+	// priority is vLLM's convention: lower is more urgent.
+	priority int32
+
+	// progress is BLIS's ProgressIndex: tokens computed (prompt tokens during prefill, then
+	// prompt + decode steps). computed is the value progress takes at the end of the current
+	// step for a prefill request.
+	progress int32
+	computed int32
+	// numNew is the tokens scheduled in step `stamp` (valid only when stamp is the instance's
+	// current step).
+	numNew int32
+	stamp  int64
+	// kvLazy counts decode tokens already accounted in progress but not yet pushed into kv:
+	// they fit in the table's last block, so the push is deferred to the next block boundary.
+	kvLazy int32
+	kv     kvcache.Table
+
+	segs   []workload.Segment
+	hashes []uint64
+
+	// Timing, µs. ttft is relative to arrival (and includes the output-token processing time);
+	// the others are absolute.
+	ttft         int64
+	itlSum       int64
+	itlCount     int32
+	preemptions  int32
+	routedAt     int64
+	enqueuedAt   int64
+	scheduledAt  int64 // last admission into the running batch
+	schedDelay   int64
+	firstTokenAt int64
+}
+
+// slab owns every live request.
+type slab struct {
+	reqs []reqState
+	free []int32
+	live int
+}
+
+// alloc returns a free slot, reusing the capacities of its previous occupant's slices.
+func (s *slab) alloc() int32 {
+	s.live++
+	if n := len(s.free); n > 0 {
+		i := s.free[n-1]
+		s.free = s.free[:n-1]
+		return i
+	}
+	s.reqs = append(s.reqs, reqState{})
+	return int32(len(s.reqs) - 1)
+}
+
+// release frees slot i. Pending events and queue entries naming it become stale through gen.
+func (s *slab) release(i int32) {
+	r := &s.reqs[i]
+	gen := r.gen + 1
+	segs, hashes, blocks := r.segs[:0], r.hashes[:0], r.kv.Blocks[:0]
+	*r = reqState{gen: gen, segs: segs, hashes: hashes}
+	r.kv.Blocks = blocks
+	s.free = append(s.free, i)
+	s.live--
+}
+
+// waitQueue is a ring-buffer deque of (slot, generation) entries. Timed-out requests are removed
+// lazily: their entries go stale (generation or state mismatch) and are skipped when they reach
+// the front, so cancelling a queued request is O(1).
+type waitQueue struct {
+	buf        []uint64
+	head, size int
+	live       int32 // entries that are still valid
+}
+
+func qEntry(slot int32, gen uint32) uint64 { return uint64(gen)<<32 | uint64(uint32(slot)) }
+
+func (q *waitQueue) grow() {
+	n := max(16, 2*len(q.buf))
+	nb := make([]uint64, n)
+	for i := 0; i < q.size; i++ {
+		nb[i] = q.buf[(q.head+i)%len(q.buf)]
+	}
+	q.buf, q.head = nb, 0
+}
+
+func (q *waitQueue) pushBack(e uint64) {
+	if q.size == len(q.buf) {
+		q.grow()
+	}
+	q.buf[(q.head+q.size)%len(q.buf)] = e
+	q.size++
+	q.live++
+}
+
+func (q *waitQueue) pushFront(e uint64) {
+	if q.size == len(q.buf) {
+		q.grow()
+	}
+	q.head = (q.head - 1 + len(q.buf)) % len(q.buf)
+	q.buf[q.head] = e
+	q.size++
+	q.live++
+}
+
+// front returns the first entry; the queue must not be empty.
+func (q *waitQueue) front() uint64 { return q.buf[q.head] }
+
+// popFront removes the first entry; live says whether it was a valid one.
+func (q *waitQueue) popFront(live bool) {
+	q.head = (q.head + 1) % len(q.buf)
+	q.size--
+	if live {
+		q.live--
+	}
+}

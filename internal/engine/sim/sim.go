@@ -1,0 +1,474 @@
+// Package sim is the simulation core: a deterministic discrete-event model of a cluster of
+// vLLM v1 replicas sharing one clock, with online routing at arrival.
+//
+// A run is a single-threaded loop over a value-typed event heap ordered by (time, kind,
+// insertion sequence). Requests stream in from a workload.Source one at a time and live in a
+// slab of reusable slots, so memory is proportional to the requests in flight, not to the
+// workload. Each instance forms batches exactly as vLLM v1's scheduler does (as modelled by
+// BLIS): running requests first, in order, each getting its remaining prefill chunk (capped by
+// the long-prefill threshold, the token budget and max-model-len) or one decode token, with
+// recompute preemption when KV blocks run out; then, if nothing was preempted, admissions from
+// the head of the wait queue with prefix-cache reuse, until the batch or the budget is full or
+// an allocation fails.
+package sim
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/inference-sim/blis-operator/internal/engine/kvcache"
+	"github.com/inference-sim/blis-operator/internal/engine/latency"
+	"github.com/inference-sim/blis-operator/internal/engine/rng"
+	"github.com/inference-sim/blis-operator/internal/engine/workload"
+)
+
+// sloPriority maps SLO class names to cluster priorities (higher = more important), the GAIE
+// defaults BLIS uses; instances use the negation (vLLM: lower = more urgent).
+var sloPriority = map[string]int32{
+	"critical":   4,
+	"standard":   3,
+	"batch":      -1,
+	"sheddable":  -2,
+	"background": -3,
+}
+
+// simulation is the state of one run.
+type simulation struct {
+	cfg     *Config
+	insts   []instance
+	slab    slab
+	heap    eventHeap
+	src     workload.Source
+	react   workload.Reactive
+	router  Router
+	snaps   []Snapshot
+	routeRq RouteRequest
+	pull    workload.Request
+	inject  func(*workload.Request)
+
+	now        int64
+	srcSlot    int32 // slot of the source request whose arrival is scheduled, -1 if none
+	timeout    int64
+	classPrio  []int32
+	unrouted   int64
+	err        error
+	res        *Result
+	recIdx     []int64 // per slot: index into res.Records
+	invariants bool
+}
+
+// Run simulates the workload src on the cluster cfg and returns the result. The configuration is
+// validated first. Run never retains src or cfg after it returns, and the same (cfg, workload)
+// always gives the same result.
+func Run(cfg *Config, src workload.Source) (*Result, error) {
+	if cfg == nil || src == nil {
+		return nil, errors.New("sim: nil config or source")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := newSimulation(cfg, src)
+	if err := s.run(); err != nil {
+		return nil, err
+	}
+	return s.res, nil
+}
+
+func newSimulation(cfg *Config, src workload.Source) *simulation {
+	streams := rng.New(cfg.Seed)
+	factory := cfg.Router
+	if factory == nil {
+		factory = RoundRobin
+	}
+	s := &simulation{
+		cfg:        cfg,
+		src:        src,
+		router:     factory(len(cfg.Instances), streams.Stream(rng.Router)),
+		snaps:      make([]Snapshot, len(cfg.Instances)),
+		srcSlot:    -1,
+		timeout:    cfg.Timeout,
+		res:        &Result{Instances: make([]InstanceStats, len(cfg.Instances))},
+		invariants: cfg.Options.CheckInvariants,
+	}
+	if s.timeout == 0 {
+		s.timeout = DefaultTimeout
+	}
+	s.react, _ = src.(workload.Reactive)
+	s.inject = s.injectRequest
+	if t := src.Tables(); t != nil {
+		s.classPrio = make([]int32, len(t.SLOClasses))
+		for i, name := range t.SLOClasses {
+			s.classPrio[i] = -sloPriority[name] // unknown classes get 0
+		}
+	}
+	s.insts = make([]instance, len(cfg.Instances))
+	for i := range cfg.Instances {
+		c := &cfg.Instances[i]
+		in := &s.insts[i]
+		in.idx = int32(i)
+		in.cfg = c
+		in.lat = c.Latency
+		in.kv = kvcache.New(c.TotalKVBlocks, c.BlockSize)
+		in.alphaOut = c.Latency.OutputTokenProcessingTime()
+		in.postDecode = c.Latency.PostDecodeFixedOverhead()
+		in.priorityVictims = c.Preemption == PreemptPriority
+		in.stats = &s.res.Instances[i]
+		in.shape.Prefill = make([]latency.PrefillChunk, 0, 16)
+	}
+	return s
+}
+
+// run is the event loop.
+func (s *simulation) run() error {
+	s.pullSource()
+	horizon := s.cfg.Horizon
+	for s.heap.len() > 0 && s.err == nil {
+		if horizon > 0 && s.heap.peek().time > horizon {
+			break
+		}
+		ev := s.heap.pop()
+		if ev.req >= 0 && ev.kind() != evStep {
+			// Request events of a slot that has since been freed (a timed-out request's
+			// pending events, a completed request's timeout) are dropped without touching the
+			// clock, so cancelled deadlines never extend the run.
+			r := &s.slab.reqs[ev.req]
+			if ev.kind() == evTimeout {
+				if r.gen != uint32(ev.inst) || r.state == stFree {
+					continue
+				}
+			} else if r.state == stFree {
+				continue
+			}
+		}
+		if ev.time < s.now {
+			return fmt.Errorf("sim: clock would move backwards from %d to %d", s.now, ev.time)
+		}
+		s.now = ev.time
+		s.res.Events++
+		switch ev.kind() {
+		case evClusterArrival:
+			s.onClusterArrival(ev.req)
+		case evAdmission:
+			s.heap.push(s.now+s.cfg.RoutingLatency, evRouting, -1, ev.req)
+		case evRouting:
+			s.onRouting(ev.req)
+		case evInstanceArrival:
+			s.onInstanceArrival(ev.req)
+		case evQueued:
+			s.onQueued(ev.req)
+		case evStep:
+			s.insts[ev.inst].lastEvent(s.now)
+			s.step(&s.insts[ev.inst], s.now)
+		case evTimeout:
+			s.onTimeout(ev.req)
+		}
+		if s.invariants && s.err == nil {
+			s.err = s.checkInvariants()
+		}
+	}
+	if s.err != nil {
+		return s.err
+	}
+	s.finish()
+	return nil
+}
+
+// pullSource schedules the source's next request, if any.
+func (s *simulation) pullSource() {
+	s.srcSlot = -1
+	if !s.src.Next(&s.pull) {
+		return
+	}
+	s.srcSlot = s.addRequest(&s.pull)
+}
+
+// injectRequest adds a reactive follow-up request.
+func (s *simulation) injectRequest(r *workload.Request) {
+	s.addRequest(r)
+}
+
+// addRequest copies w into a new slot and schedules its cluster arrival.
+func (s *simulation) addRequest(w *workload.Request) int32 {
+	if s.err != nil {
+		return -1
+	}
+	if err := checkRequest(w, s.now); err != nil {
+		s.err = err
+		return -1
+	}
+	slot := s.slab.alloc()
+	r := &s.slab.reqs[slot]
+	r.id = w.ID
+	r.arrival = w.Arrival
+	r.input = w.InputLen
+	r.output = w.OutputLen
+	r.client, r.tenant, r.class = w.Client, w.Tenant, w.Class
+	r.session, r.round = w.Session, w.Round
+	r.segs = append(r.segs[:0], w.Segments...)
+	r.inst = -1
+	r.state = stArriving
+	if int(w.Class) < len(s.classPrio) && w.Class >= 0 {
+		r.priority = s.classPrio[w.Class]
+	}
+	timeout := w.Timeout // < 0: never times out
+	if timeout == 0 {
+		timeout = s.timeout
+	}
+	if timeout > 0 {
+		r.deadline = w.Arrival + timeout
+	}
+	s.res.Generated++
+	if s.cfg.Options.RequestRecords {
+		for len(s.recIdx) < len(s.slab.reqs) {
+			s.recIdx = append(s.recIdx, -1)
+		}
+		s.recIdx[slot] = int64(len(s.res.Records))
+		s.res.Records = append(s.res.Records, RequestRecord{ID: w.ID, Arrival: w.Arrival, Instance: -1})
+	}
+	s.heap.push(w.Arrival, evClusterArrival, -1, slot)
+	return slot
+}
+
+func checkRequest(w *workload.Request, now int64) error {
+	switch {
+	case w.Arrival < now:
+		return fmt.Errorf("sim: request %d arrives at %d, before the current time %d (sources must be in arrival order)", w.ID, w.Arrival, now)
+	case w.InputLen <= 0:
+		return fmt.Errorf("sim: request %d has input length %d, must be > 0", w.ID, w.InputLen)
+	case w.OutputLen < 0:
+		return fmt.Errorf("sim: request %d has output length %d, must be >= 0", w.ID, w.OutputLen)
+	}
+	var covered int64
+	for _, sg := range w.Segments {
+		if sg.Length <= 0 {
+			return fmt.Errorf("sim: request %d has a segment of length %d", w.ID, sg.Length)
+		}
+		covered += int64(sg.Length)
+	}
+	if len(w.Segments) > 0 && covered != int64(w.InputLen) {
+		return fmt.Errorf("sim: request %d segments cover %d tokens, input length is %d", w.ID, covered, w.InputLen)
+	}
+	return nil
+}
+
+func (s *simulation) onClusterArrival(slot int32) {
+	if slot == s.srcSlot {
+		// Streaming: the next source request is read only now, so at most one unprocessed
+		// source request exists at any time.
+		s.pullSource()
+	}
+	s.heap.push(s.now+s.cfg.AdmissionLatency, evAdmission, -1, slot)
+}
+
+func (s *simulation) onRouting(slot int32) {
+	r := &s.slab.reqs[slot]
+	for i := range s.insts {
+		s.insts[i].snapshot(&s.snaps[i])
+	}
+	s.routeRq = RouteRequest{
+		ID: r.id, Arrival: r.arrival, InputLen: r.input, OutputLen: r.output,
+		Client: r.client, Tenant: r.tenant, Class: r.class, Session: r.session,
+	}
+	target := s.router.Route(&s.routeRq, s.snaps)
+	if target < 0 || target >= len(s.insts) {
+		s.err = fmt.Errorf("sim: router chose instance %d of %d for request %d", target, len(s.insts), r.id)
+		return
+	}
+	r.inst = int32(target)
+	r.routedAt = s.now
+	in := &s.insts[target]
+	in.pending++
+	in.stats.Injected++
+	s.heap.push(s.now, evInstanceArrival, int32(target), slot)
+}
+
+func (s *simulation) onInstanceArrival(slot int32) {
+	r := &s.slab.reqs[slot]
+	r.state = stPending
+	in := &s.insts[r.inst]
+	in.lastEvent(s.now)
+	s.heap.push(s.now+in.lat.QueueingTime(int64(r.input)), evQueued, r.inst, slot)
+}
+
+// onQueued applies BLIS's enqueue guards and puts the request in the wait queue.
+func (s *simulation) onQueued(slot int32) {
+	r := &s.slab.reqs[slot]
+	in := &s.insts[r.inst]
+	in.lastEvent(s.now)
+	in.pending--
+	c := in.cfg
+	switch {
+	case c.MaxModelLen > 0 && r.input >= c.MaxModelLen:
+		s.drop(in, slot, DropInputTooLong)
+		return
+	case c.MaxModelLen > 0 && r.output > 0 && int64(r.input)+int64(r.output) > int64(c.MaxModelLen):
+		s.drop(in, slot, DropTotalTooLong)
+		return
+	case in.kv.BlocksForTokens(r.input) > in.kv.TotalBlocks():
+		s.drop(in, slot, DropExceedsKVCache)
+		return
+	}
+	in.stats.TotalInputTokens += int64(r.input)
+	if r.deadline > 0 && r.deadline <= s.now {
+		s.finishRequest(in, slot, OutcomeTimedOut, s.now, "")
+		return
+	}
+	if !c.DisablePrefixCaching {
+		r.hashes = kvcache.PromptBlockHashes(r.hashes, r.segs, r.input, c.BlockSize, uniqueKey(r.id))
+	}
+	r.state = stQueued
+	r.enqueuedAt = s.now
+	in.waitQ.pushBack(qEntry(slot, r.gen))
+	if r.deadline > 0 && (s.cfg.Horizon == 0 || r.deadline <= s.cfg.Horizon) {
+		s.heap.push(r.deadline, evTimeout, int32(r.gen), slot)
+	}
+	if !in.stepPending {
+		in.stepPending = true
+		s.heap.push(s.now, evStep, in.idx, -1)
+	}
+}
+
+// uniqueKey derives the content key of a request's unshared prompt tokens from its ID, so the
+// prefix hashes depend only on the workload, never on slot reuse or timing.
+func uniqueKey(id uint64) uint64 {
+	x := id*0x9e3779b97f4a7c15 + 0x632be59bd9b4e019
+	x ^= x >> 31
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 29
+	return x | 1
+}
+
+func (s *simulation) drop(in *instance, slot int32, reason string) {
+	s.finishRequest(in, slot, OutcomeDropped, s.now, reason)
+}
+
+// onTimeout cancels a queued or running request whose deadline has passed.
+func (s *simulation) onTimeout(slot int32) {
+	r := &s.slab.reqs[slot]
+	in := &s.insts[r.inst]
+	in.lastEvent(s.now)
+	switch r.state {
+	case stQueued:
+		in.waitQ.live-- // the entry goes stale and is skipped when it reaches the front
+	case stRunning:
+		in.removeRunning(slot)
+		in.kv.Release(&r.kv)
+		r.kvLazy = 0
+	default:
+		return
+	}
+	s.finishRequest(in, slot, OutcomeTimedOut, s.now, "")
+}
+
+// finishRequest records a request's outcome, tells a reactive source, and frees the slot.
+func (s *simulation) finishRequest(in *instance, slot int32, out Outcome, done int64, reason string) {
+	r := &s.slab.reqs[slot]
+	st := in.stats
+	var rec RequestRecord
+	fill := out == OutcomeCompleted || s.cfg.Options.RequestRecords
+	if fill {
+		rec = s.record(slot, out, done)
+		rec.DropReason = reason
+	}
+	switch out {
+	case OutcomeCompleted:
+		st.Completed++
+		st.TotalOutputTokens += int64(rec.OutputTokens)
+		if r.lengthCapped {
+			st.LengthCapped++
+		}
+		s.res.Completed = append(s.res.Completed, rec)
+	case OutcomeTimedOut:
+		st.TimedOut++
+	case OutcomeDropped:
+		st.Dropped++
+	}
+	if s.cfg.Options.RequestRecords {
+		s.res.Records[s.recIdx[slot]] = rec
+	}
+	id, outTokens := r.id, rec.OutputTokens
+	s.slab.release(slot)
+	if s.react != nil {
+		wo := workload.Completed
+		switch out {
+		case OutcomeTimedOut:
+			wo = workload.TimedOut
+		case OutcomeDropped:
+			wo = workload.Dropped
+		}
+		s.react.Finished(id, wo, outTokens, done, s.inject)
+	}
+}
+
+// record builds the RequestRecord of slot as of time done.
+func (s *simulation) record(slot int32, out Outcome, done int64) RequestRecord {
+	r := &s.slab.reqs[slot]
+	rec := RequestRecord{
+		ID: r.id, Arrival: r.arrival, Instance: r.inst,
+		InputLen: r.input, OutputLen: r.output,
+		Client: r.client, Tenant: r.tenant, Class: r.class, Session: r.session, Round: r.round,
+		Outcome: out, LengthCapped: r.lengthCapped,
+		ITLSum: r.itlSum, ITLCount: r.itlCount,
+		SchedulingDelay: r.schedDelay, Done: done, Preemptions: r.preemptions,
+	}
+	if r.ttftSet {
+		rec.TTFT = r.ttft
+	}
+	if out == OutcomeCompleted {
+		// BLIS counts decode steps plus the token the prefill produced.
+		n := r.progress - r.input
+		if n < r.output {
+			n++
+		}
+		rec.OutputTokens = max(n, 0)
+		rec.E2E = r.ttft + r.itlSum
+		if r.output > 0 {
+			rec.E2E += s.insts[r.inst].postDecode
+		}
+	}
+	return rec
+}
+
+// finish fills the end-of-run counters and records of unfinished requests.
+func (s *simulation) finish() {
+	end := s.now
+	for i := range s.insts {
+		end = max(end, s.insts[i].stats.LastEvent)
+	}
+	if s.cfg.Horizon > 0 {
+		end = min(end, s.cfg.Horizon)
+	}
+	s.res.End = end
+	for slot := range s.slab.reqs {
+		r := &s.slab.reqs[slot]
+		var out Outcome
+		switch r.state {
+		case stFree:
+			continue
+		case stArriving:
+			if r.inst < 0 {
+				out = OutcomeUnrouted
+				s.unrouted++
+				break
+			}
+			// Routed but still in the routing -> instance hop: it belongs to its instance.
+			out = OutcomeQueued
+			s.insts[r.inst].stats.StillQueued++
+		case stPending, stQueued:
+			out = OutcomeQueued
+			s.insts[r.inst].stats.StillQueued++
+		case stRunning:
+			out = OutcomeRunning
+			s.insts[r.inst].stats.StillRunning++
+		}
+		if s.cfg.Options.RequestRecords {
+			s.res.Records[s.recIdx[slot]] = s.record(int32(slot), out, end)
+		}
+	}
+	s.res.Unrouted = s.unrouted
+	for i := range s.insts {
+		in := &s.insts[i]
+		in.stats.PrefixLookupTokens = in.kv.Stats().LookupTokens
+		in.stats.PrefixHitTokens = in.kv.Stats().HitTokens
+	}
+}
