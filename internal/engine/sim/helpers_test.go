@@ -11,7 +11,7 @@ import (
 // per decode request, plus fixed overheads.
 type linearModel struct {
 	base, perPrefill, perDecode, perCtx int64
-	queueing, outTok, post             int64
+	queueing, outTok, post              int64
 }
 
 func (m *linearModel) Name() string { return "test-linear" }
@@ -22,7 +22,7 @@ func (m *linearModel) StepTime(s *latency.StepShape) int64 {
 	}
 	return max(t, 1)
 }
-func (m *linearModel) QueueingTime(int64) int64          { return m.queueing }
+func (m *linearModel) QueueingTime(int64) int64         { return m.queueing }
 func (m *linearModel) OutputTokenProcessingTime() int64 { return m.outTok }
 func (m *linearModel) PostDecodeFixedOverhead() int64   { return m.post }
 
@@ -76,7 +76,7 @@ func gen(sp genSpec) []workload.Request {
 			g := uint64(rnd.IntN(groups))
 			r.Segments = []workload.Segment{
 				{Key: 1000 + g, Offset: 0, Length: sp.prefixLen},
-				{Key: 1 << 40 | uint64(i), Offset: 0, Length: in},
+				{Key: 1<<40 | uint64(i), Offset: 0, Length: in},
 			}
 			r.InputLen = in + sp.prefixLen
 		}

@@ -31,8 +31,8 @@ func (o Outcome) String() string {
 
 // Drop reasons of unservable requests.
 const (
-	DropInputTooLong  = "input_len >= max_model_len"
-	DropTotalTooLong  = "input_len + output_len > max_model_len"
+	DropInputTooLong   = "input_len >= max_model_len"
+	DropTotalTooLong   = "input_len + output_len > max_model_len"
 	DropExceedsKVCache = "prompt needs more KV blocks than the cache holds"
 )
 
