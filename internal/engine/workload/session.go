@@ -76,10 +76,10 @@ func (s *genSource) startTurns(c *clientGen, ph *phase, r *Request) bool {
 			if c.prefix.Length > 0 {
 				ss.ctx = append(ss.ctx, c.prefix)
 			}
-			ss.ctx = append(ss.ctx, Segment{Key: c.rng.Uint64(), Length: ph.in.tokens(c.rng)})
+			ss.ctx = append(ss.ctx, Segment{Key: c.rng.Uint64(), Length: c.inputTokens(ph.in, c.rng)})
 			c.single = ss
 		} else {
-			ss.nextPrompt(c.contextOutput(ss.buf.OutputLen, c.rng), ph.in.tokens(c.rng), c.rng)
+			ss.nextPrompt(c.contextOutput(ss.buf.OutputLen, c.rng), c.inputTokens(ph.in, c.rng), c.rng)
 		}
 		ss.round++
 		ss.buf.OutputLen = ph.out.tokens(c.rng)
@@ -100,7 +100,7 @@ func (s *genSource) startTurns(c *clientGen, ph *phase, r *Request) bool {
 	if c.prefix.Length > 0 {
 		ss.ctx = append(ss.ctx, c.prefix)
 	}
-	ss.ctx = append(ss.ctx, Segment{Key: c.rng.Uint64(), Length: ph.in.tokens(c.rng)})
+	ss.ctx = append(ss.ctx, Segment{Key: c.rng.Uint64(), Length: c.inputTokens(ph.in, c.rng)})
 	ss.load(r, c.next, ph.out.tokens(c.rng))
 	r.ID = s.newID()
 	if mt.closed {
@@ -116,7 +116,7 @@ func (s *genSource) startTurns(c *clientGen, ph *phase, r *Request) bool {
 		ss.left--
 		ss.round++
 		arrival += mt.think
-		ss.nextPrompt(c.contextOutput(out, c.rng), ph.in.tokens(c.rng), c.rng)
+		ss.nextPrompt(c.contextOutput(out, c.rng), c.inputTokens(ph.in, c.rng), c.rng)
 		out = ph.out.tokens(c.rng)
 		ss.load(&ss.buf, arrival, out)
 		s.schedule(&ss.buf, nil)
@@ -135,7 +135,7 @@ func (ss *session) finished(s *genSource, _ uint64, o Outcome, out int32, now in
 	ph := &c.phases[min(c.wi, len(c.phases)-1)]
 	ss.left--
 	ss.round++
-	ss.nextPrompt(c.contextOutput(out, c.fol), ph.in.tokens(c.fol), c.fol)
+	ss.nextPrompt(c.contextOutput(out, c.fol), c.inputTokens(ph.in, c.fol), c.fol)
 	ss.load(&ss.buf, now+c.mt.think, ph.out.tokens(c.fol))
 	if ss.left > 0 {
 		s.injectNew(&ss.buf, ss, inject)

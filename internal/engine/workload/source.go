@@ -36,10 +36,11 @@ type clientGen struct {
 	timeout            int64
 
 	mt      *multiTurn
-	reason  *sampler // reasoning ratio of output tokens (nil = none)
-	single  *session // the client's running conversation when mt.single
-	conc    int      // closed-loop users (0 = open loop)
-	think   int64    // closed-loop think time
+	reason  *sampler  // reasoning ratio of output tokens (nil = none)
+	single  *session  // the client's running conversation when mt.single
+	mm      *mediaMix // multimodal prompt composition (nil = the phase's input distribution)
+	conc    int       // closed-loop users (0 = open loop)
+	think   int64     // closed-loop think time
 	agentic *workflow
 }
 
@@ -72,7 +73,7 @@ func (c *clientGen) fill(r *Request, in, out *sampler, rr *rand.Rand) {
 	r.Timeout = c.timeout
 	r.Session, r.Round, r.Step, r.Iteration = 0, 0, "", 0
 	r.Segments = r.Segments[:0]
-	n := in.tokens(rr)
+	n := c.inputTokens(in, rr)
 	r.InputLen = n
 	if c.prefix.Length > 0 {
 		r.Segments = append(r.Segments, c.prefix)
@@ -80,6 +81,38 @@ func (c *clientGen) fill(r *Request, in, out *sampler, rr *rand.Rand) {
 	}
 	r.Segments = append(r.Segments, Segment{Key: rr.Uint64(), Length: n})
 	r.OutputLen = out.tokens(rr)
+}
+
+// inputTokens samples the fresh prompt tokens of one request.
+func (c *clientGen) inputTokens(in *sampler, rr *rand.Rand) int32 {
+	if c.mm != nil {
+		return c.mm.tokens(rr)
+	}
+	return in.tokens(rr)
+}
+
+// mediaMix composes a multimodal prompt: text plus count×size tokens per modality.
+type mediaMix struct {
+	text         *sampler
+	size, counts []*sampler // per modality; a nil count means one item
+}
+
+func (m *mediaMix) tokens(rr *rand.Rand) int32 {
+	n := int64(0)
+	if m.text != nil {
+		n += int64(m.text.tokens(rr))
+	}
+	for i, sz := range m.size {
+		k := int64(1)
+		if m.counts[i] != nil {
+			// Bounded so that a heavy-tailed count cannot stall generation.
+			k = int64(math.Min(4096, math.Max(0, math.Round(m.counts[i].float(rr)))))
+		}
+		for range k {
+			n += int64(sz.tokens(rr))
+		}
+	}
+	return int32(min(max(n, 1), maxTokens))
 }
 
 // clientHeap orders clients by (next arrival, index).
