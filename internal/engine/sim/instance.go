@@ -5,6 +5,26 @@ import (
 	"github.com/inference-sim/blis-operator/internal/engine/latency"
 )
 
+// runEntry is a running request's hot state, kept contiguously in running order so that a step
+// walks a small dense array instead of chasing slab slots. It is the authoritative copy while
+// the request runs and is written back to the slab (flush) when the request leaves the batch.
+type runEntry struct {
+	slot     int32
+	progress int32 // BLIS's ProgressIndex
+	input    int32
+	output   int32
+	numNew   int32 // tokens scheduled in step `stamp`
+	// room is the number of free token slots in the last block of the request's table, and lazy
+	// the decode tokens counted in progress but not yet pushed into the table. A decode token
+	// that fits in the last block is only counted; the cache is told at the next block boundary,
+	// which gives the same blocks in the same order as telling it every token.
+	room     int32
+	lazy     int32
+	itlCount int32
+	itlSum   int64
+	stamp    int64
+}
+
 // instance is one vLLM replica: a wait queue, a running batch and a paged KV cache.
 type instance struct {
 	idx             int32
@@ -17,9 +37,9 @@ type instance struct {
 	stats           *InstanceStats
 
 	waitQ       waitQueue
-	running     []int32 // slots, in vLLM's running order
-	pending     int32   // routed here, not yet in the wait queue
-	stepPending bool    // a step event is scheduled
+	running     []runEntry // in vLLM's running order
+	pending     int32      // routed here, not yet in the wait queue
+	stepPending bool       // a step event is scheduled
 	stepCount   int64
 
 	shape      latency.StepShape
@@ -46,10 +66,19 @@ func (in *instance) snapshot(sn *Snapshot) {
 	}
 }
 
-// removeRunning deletes slot from the running batch, keeping the order of the others.
-func (in *instance) removeRunning(slot int32) {
-	for i, s := range in.running {
-		if s == slot {
+// flush writes a running entry's state back to its slab slot.
+func flush(e *runEntry, r *reqState) {
+	r.progress = e.progress
+	r.itlSum = e.itlSum
+	r.itlCount = e.itlCount
+}
+
+// removeRunning deletes the entry of slot from the running batch (keeping the order of the
+// others), after writing it back to the slab.
+func (in *instance) removeRunning(slot int32, reqs []reqState) {
+	for i := range in.running {
+		if in.running[i].slot == slot {
+			flush(&in.running[i], &reqs[slot])
 			in.running = append(in.running[:i], in.running[i+1:]...)
 			return
 		}
@@ -75,7 +104,7 @@ func (in *instance) frontLive(reqs []reqState) (int32, bool) {
 func (in *instance) priorityVictim(reqs []reqState) int {
 	best := 0
 	for i := 1; i < len(in.running); i++ {
-		a, b := &reqs[in.running[i]], &reqs[in.running[best]]
+		a, b := &reqs[in.running[i].slot], &reqs[in.running[best].slot]
 		if a.priority > b.priority || (a.priority == b.priority && a.arrival > b.arrival) {
 			best = i
 		}
@@ -83,17 +112,17 @@ func (in *instance) priorityVictim(reqs []reqState) int {
 	return best
 }
 
-// unshape removes slot's contribution to the step being formed (a victim preempted after it
-// was scheduled, possible only with priority victims).
-func (in *instance) unshape(slot int32, r *reqState) {
+// unshape removes an entry's contribution to the step being formed (a victim preempted after
+// it was scheduled, possible only with priority victims).
+func (in *instance) unshape(e *runEntry) {
 	sh := &in.shape
-	if r.progress >= r.input {
+	if e.progress >= e.input {
 		sh.DecodeRequests--
-		sh.DecodeContext -= int64(r.progress)
+		sh.DecodeContext -= int64(e.progress)
 		return
 	}
 	for i, o := range in.chunkOwner {
-		if o == slot {
+		if o == e.slot {
 			sh.PrefillTokens -= sh.Prefill[i].NewTokens
 			sh.Prefill = append(sh.Prefill[:i], sh.Prefill[i+1:]...)
 			in.chunkOwner = append(in.chunkOwner[:i], in.chunkOwner[i+1:]...)
@@ -111,53 +140,66 @@ func (in *instance) addChunk(slot int32, n, context, prompt int32) {
 	in.chunkOwner = append(in.chunkOwner, slot)
 }
 
-// grow reserves KV space for n more tokens of r. A decode token that fits in the table's last
-// block is only counted (kvLazy); the cache is told at the next block boundary, which gives the
-// same block allocations in the same order as telling it every token, without a call per token.
-func (in *instance) grow(r *reqState, n int32) bool {
-	if r.progress >= r.input {
-		used := r.kv.Tokens + r.kvLazy
-		if used+n <= int32(len(r.kv.Blocks))*in.cfg.BlockSize {
-			r.kvLazy += n
-			return true
-		}
-		if in.kv.Grow(&r.kv, r.kvLazy+n, nil) {
-			r.kvLazy = 0
-			return true
-		}
+// setRoom recomputes e.room from the table after a real allocation.
+func (in *instance) setRoom(e *runEntry, t *kvcache.Table) {
+	e.room = int32(len(t.Blocks))*in.cfg.BlockSize - t.Tokens
+}
+
+// growDecode reserves one decode token for e (see runEntry.room).
+func (in *instance) growDecode(e *runEntry, r *reqState) bool {
+	if e.room > 0 {
+		e.room--
+		e.lazy++
+		return true
+	}
+	if !in.kv.Grow(&r.kv, e.lazy+1, nil) {
 		return false
 	}
-	return in.kv.Grow(&r.kv, n, r.hashes)
+	e.lazy = 0
+	in.setRoom(e, &r.kv)
+	return true
+}
+
+// growPrefill reserves n prompt tokens for e, registering prompt-block hashes as blocks fill.
+func (in *instance) growPrefill(e *runEntry, r *reqState, n int32) bool {
+	if !in.kv.Grow(&r.kv, n, r.hashes) {
+		return false
+	}
+	in.setRoom(e, &r.kv)
+	return true
 }
 
 // releaseKV frees all of r's blocks.
-func (in *instance) releaseKV(r *reqState) {
-	in.kv.Release(&r.kv)
-	r.kvLazy = 0
-}
+func (in *instance) releaseKV(r *reqState) { in.kv.Release(&r.kv) }
 
-// preempt moves running slot v back to the front of the wait queue with its progress reset
-// (vLLM recompute preemption).
-func (s *simulation) preempt(in *instance, v int32) {
-	r := &s.slab.reqs[v]
+// preempt moves the running request of entry e (already removed from the batch) back to the
+// front of the wait queue with its progress reset (vLLM recompute preemption).
+func (s *simulation) preempt(in *instance, e *runEntry) {
+	r := &s.slab.reqs[e.slot]
 	in.releaseKV(r)
 	r.state = stQueued
-	r.progress, r.computed, r.numNew = 0, 0, 0
+	r.progress = 0
 	r.ttftSet = false
 	r.itlSum, r.itlCount = 0, 0
 	r.preemptions++
 	in.stats.Preemptions++
-	in.waitQ.pushFront(qEntry(v, r.gen))
+	in.waitQ.pushFront(qEntry(e.slot, r.gen))
 }
 
-// reserve gets KV space for n tokens of the running request at index i, preempting victims
-// until it succeeds or the request itself is preempted (then it returns false). adj is the
-// number of victims removed before index i, which shifts the caller's loop index.
+// reserve gets KV space for n tokens of the running entry at index i, preempting victims until
+// it succeeds or the entry itself is preempted (then it returns false). adj is the number of
+// victims removed before index i, which shifts the caller's loop index.
 func (s *simulation) reserve(in *instance, i int, n int32, budget *int64, preempted *bool) (ok bool, adj int) {
-	slot := in.running[i]
+	slot := in.running[i].slot
 	r := &s.slab.reqs[slot]
 	for {
-		if in.grow(r, n) {
+		e := &in.running[i-adj]
+		if e.progress >= e.input {
+			ok = s.growDecode(in, e, r)
+		} else {
+			ok = in.growPrefill(e, r, n)
+		}
+		if ok {
 			return true, adj
 		}
 		*preempted = true
@@ -165,22 +207,34 @@ func (s *simulation) reserve(in *instance, i int, n int32, budget *int64, preemp
 		if in.priorityVictims {
 			vi = in.priorityVictim(s.slab.reqs)
 		}
-		v := in.running[vi]
+		victim := in.running[vi]
 		in.running = append(in.running[:vi], in.running[vi+1:]...)
-		if vr := &s.slab.reqs[v]; vr.stamp == in.stepCount && vr.numNew > 0 {
+		if victim.stamp == in.stepCount && victim.numNew > 0 {
 			// Already scheduled in this step: give its tokens back.
-			*budget += int64(vr.numNew)
-			in.unshape(v, vr)
-			vr.stamp = 0
+			*budget += int64(victim.numNew)
+			in.unshape(&victim)
 		}
-		s.preempt(in, v)
-		if v == slot {
+		s.preempt(in, &victim)
+		if victim.slot == slot {
 			return false, adj
 		}
 		if vi < i-adj {
 			adj++
 		}
 	}
+}
+
+// growDecode dispatches to the stepper's decode reservation (the reference stepper used in
+// tests allocates every token eagerly).
+func (s *simulation) growDecode(in *instance, e *runEntry, r *reqState) bool {
+	if s.eagerKV {
+		if !in.kv.Grow(&r.kv, 1, nil) {
+			return false
+		}
+		in.setRoom(e, &r.kv)
+		return true
+	}
+	return in.growDecode(e, r)
 }
 
 // step runs one engine step of in at time now: batch formation, execution, completions, and
@@ -206,16 +260,15 @@ func (s *simulation) step(in *instance, now int64) {
 		if budget <= 0 {
 			break
 		}
-		slot := in.running[i]
-		r := &s.slab.reqs[slot]
-		if r.progress < r.input {
-			n := r.input - r.progress
+		e := &in.running[i]
+		if e.progress < e.input {
+			n := e.input - e.progress
 			if thr > 0 && thr < n {
 				n = thr
 			}
 			n = int32(min(int64(n), budget))
 			if mml > 0 {
-				n = min(n, max(mml-1-r.progress, 0))
+				n = min(n, max(mml-1-e.progress, 0))
 			}
 			if n == 0 {
 				continue
@@ -225,22 +278,30 @@ func (s *simulation) step(in *instance, now int64) {
 			if !ok {
 				break
 			}
+			e = &in.running[i]
 			budget -= int64(n)
-			r.numNew, r.stamp, r.computed = n, step, r.progress+n
-			in.addChunk(slot, n, r.progress, r.input)
-		} else if r.output > 0 {
-			if mml > 0 && r.progress+1 > mml-1 {
+			e.numNew, e.stamp = n, step
+			in.addChunk(e.slot, n, e.progress, e.input)
+		} else if e.output > 0 {
+			if mml > 0 && e.progress+1 > mml-1 {
 				continue // at the length cap: completes below without a token
 			}
-			ok, adj := s.reserve(in, i, 1, &budget, &preempted)
-			i -= adj
-			if !ok {
-				break
+			if e.room > 0 && !s.eagerKV {
+				// Fast path of growDecode: the token fits in the last block.
+				e.room--
+				e.lazy++
+			} else {
+				ok, adj := s.reserve(in, i, 1, &budget, &preempted)
+				i -= adj
+				if !ok {
+					break
+				}
+				e = &in.running[i]
 			}
 			budget--
-			r.numNew, r.stamp = 1, step
+			e.numNew, e.stamp = 1, step
 			sh.DecodeRequests++
-			sh.DecodeContext += int64(r.progress)
+			sh.DecodeContext += int64(e.progress)
 		}
 	}
 
@@ -270,9 +331,12 @@ func (s *simulation) step(in *instance, now int64) {
 				break
 			}
 			in.waitQ.popFront(true)
-			in.running = append(in.running, slot)
+			in.running = append(in.running, runEntry{
+				slot: slot, progress: cached, input: r.input, output: r.output,
+				numNew: n, stamp: step,
+			})
+			in.setRoom(&in.running[len(in.running)-1], &r.kv)
 			r.state = stRunning
-			r.progress, r.computed, r.numNew, r.stamp = cached, cached+n, n, step
 			r.scheduledAt = now
 			r.schedDelay = now - r.arrival
 			budget -= int64(n)
@@ -298,32 +362,41 @@ func (s *simulation) step(in *instance, now int64) {
 	keep := 0
 	completed := false
 	for i := 0; i < len(in.running); i++ {
-		slot := in.running[i]
-		r := &s.slab.reqs[slot]
-		if r.progress < r.input {
-			r.progress = r.computed
-		} else if r.stamp == step {
-			r.progress++
-			r.itlSum += gap
-			r.itlCount++
+		e := &in.running[i]
+		if e.stamp == step {
+			if e.progress < e.input {
+				e.progress += e.numNew
+				if e.progress == e.input {
+					r := &s.slab.reqs[e.slot]
+					if !r.ttftSet {
+						r.ttftSet = true
+						r.ttft = done + in.alphaOut - r.arrival
+						r.firstTokenAt = done
+					}
+				}
+			} else {
+				e.progress++
+				e.itlSum += gap
+				e.itlCount++
+			}
 		}
-		if r.progress == r.input && !r.ttftSet {
-			r.ttftSet = true
-			r.ttft = done + in.alphaOut - r.arrival
-			r.firstTokenAt = done
-		}
-		if r.progress >= r.input+max(r.output, 1)-1 {
-			if r.output > 0 && r.progress < r.input+r.output && !in.grow(r, 1) {
+		if e.progress >= e.input+max(e.output, 1)-1 {
+			if e.output > 0 && e.progress < e.input+e.output && !s.growDecode(in, e, &s.slab.reqs[e.slot]) {
 				// The final token's slot; BLIS counts a failure here as an accounting anomaly.
 				in.stats.KVAllocationFailures++
 			}
-		} else if mml > 0 && r.progress >= mml-1 {
-			r.lengthCapped = true
+		} else if mml > 0 && e.progress >= mml-1 {
+			s.slab.reqs[e.slot].lengthCapped = true
 		} else {
-			in.running[keep] = slot
+			if keep != i {
+				in.running[keep] = *e
+			}
 			keep++
 			continue
 		}
+		slot := e.slot
+		r := &s.slab.reqs[slot]
+		flush(e, r)
 		in.releaseKV(r)
 		completed = true
 		s.finishRequest(in, slot, OutcomeCompleted, done, "")

@@ -86,9 +86,6 @@ func (s *simulation) checkInvariants() error {
 			if err := kv.CheckTable(&r.kv); err != nil {
 				return fmt.Errorf("invariant kv_table: request %d: %w", r.id, err)
 			}
-			if r.kv.Tokens+r.kvLazy != r.progress {
-				return fmt.Errorf("invariant kv_table: request %d holds %d+%d tokens, progress %d", r.id, r.kv.Tokens, r.kvLazy, r.progress)
-			}
 		} else if len(r.kv.Blocks) != 0 || r.kv.Tokens != 0 {
 			return fmt.Errorf("invariant kv_table: request %d holds KV blocks while not running", r.id)
 		}
@@ -104,6 +101,19 @@ func (s *simulation) checkInvariants() error {
 		if queued[i] != in.waitQ.live || running[i] != int32(len(in.running)) || pending[i] != in.pending {
 			return fmt.Errorf("invariant request_conservation: instance %d counts queue %d/%d running %d/%d pending %d/%d",
 				i, queued[i], in.waitQ.live, running[i], len(in.running), pending[i], in.pending)
+		}
+		for j := range in.running {
+			e := &in.running[j]
+			r := &s.slab.reqs[e.slot]
+			if r.state != stRunning {
+				return fmt.Errorf("invariant request_lifecycle: running entry of request %d in state %d", r.id, r.state)
+			}
+			if r.kv.Tokens+e.lazy != e.progress {
+				return fmt.Errorf("invariant kv_table: request %d holds %d+%d tokens, progress %d", r.id, r.kv.Tokens, e.lazy, e.progress)
+			}
+			if e.room != int32(len(r.kv.Blocks))*in.cfg.BlockSize-r.kv.Tokens-e.lazy {
+				return fmt.Errorf("invariant kv_table: request %d room %d inconsistent with its table", r.id, e.room)
+			}
 		}
 		if int32(len(in.running)) > in.cfg.MaxNumSeqs {
 			return fmt.Errorf("invariant batch_size_limit: instance %d runs %d > %d", i, len(in.running), in.cfg.MaxNumSeqs)

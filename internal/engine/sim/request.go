@@ -38,18 +38,10 @@ type reqState struct {
 	priority int32
 
 	// progress is BLIS's ProgressIndex: tokens computed (prompt tokens during prefill, then
-	// prompt + decode steps). computed is the value progress takes at the end of the current
-	// step for a prefill request.
+	// prompt + decode steps). While the request runs, the authoritative copy is its runEntry;
+	// this one is written back when it leaves the batch.
 	progress int32
-	computed int32
-	// numNew is the tokens scheduled in step `stamp` (valid only when stamp is the instance's
-	// current step).
-	numNew int32
-	stamp  int64
-	// kvLazy counts decode tokens already accounted in progress but not yet pushed into kv:
-	// they fit in the table's last block, so the push is deferred to the next block boundary.
-	kvLazy int32
-	kv     kvcache.Table
+	kv       kvcache.Table
 
 	segs   []workload.Segment
 	hashes []uint64

@@ -55,6 +55,8 @@ type simulation struct {
 	res        *Result
 	recIdx     []int64 // per slot: index into res.Records
 	invariants bool
+	// eagerKV makes decode tokens allocate KV one by one (the reference stepper of the tests).
+	eagerKV bool
 }
 
 // Run simulates the workload src on the cluster cfg and returns the result. The configuration is
@@ -351,9 +353,8 @@ func (s *simulation) onTimeout(slot int32) {
 	case stQueued:
 		in.waitQ.live-- // the entry goes stale and is skipped when it reaches the front
 	case stRunning:
-		in.removeRunning(slot)
-		in.kv.Release(&r.kv)
-		r.kvLazy = 0
+		in.removeRunning(slot, s.slab.reqs)
+		in.releaseKV(r)
 	default:
 		return
 	}
@@ -439,6 +440,12 @@ func (s *simulation) finish() {
 		end = min(end, s.cfg.Horizon)
 	}
 	s.res.End = end
+	for i := range s.insts {
+		in := &s.insts[i]
+		for j := range in.running {
+			flush(&in.running[j], &s.slab.reqs[in.running[j].slot])
+		}
+	}
 	for slot := range s.slab.reqs {
 		r := &s.slab.reqs[slot]
 		var out Outcome
