@@ -625,18 +625,18 @@ func (c *HFModelConfig) WeightBytes() int64 {
 	return int64(float64(c.TotalParameters()) * c.WeightBytesPerParam)
 }
 
-// MaxModelLen is the longest context the model supports, as vLLM derives it from the config:
-// max_position_embeddings, scaled by rope_scaling.factor except for rope types that already
-// state the extended length (llama3, longrope, su, dynamic); yarn scales
-// original_max_position_embeddings.
+// MaxModelLen is the longest context the model supports, as vLLM derives it from the config
+// (_get_and_verify_max_len): max_position_embeddings, scaled by rope_scaling.factor except for
+// the rope types whose max_position_embeddings already states the extended length (llama3,
+// longrope, su) and for Gemma-3; yarn scales original_max_position_embeddings instead.
 func (c *HFModelConfig) MaxModelLen() int64 {
 	n := c.MaxPositionEmbeddings
 	rs := c.RopeScaling
-	if rs == nil || rs.Factor <= 0 {
+	if rs == nil || rs.Factor <= 0 || strings.Contains(c.ModelType, "gemma3") {
 		return n
 	}
 	switch rs.Type {
-	case "llama3", "longrope", "su", "dynamic", "mrope", "default":
+	case "llama3", "longrope", "su":
 		return n
 	case "yarn":
 		if rs.OriginalMaxPositionEmbeddings > 0 {

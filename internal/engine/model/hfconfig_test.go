@@ -231,6 +231,7 @@ func TestParseDtypeQuantizationAndRope(t *testing.T) {
 		{name: "linear rope", extra: `,"rope_scaling":{"type":"linear","factor":2.0}`, bpp: 2, wbpp: 2, maxLen: 8192, kvHeads: 4},
 		{name: "yarn rope", extra: `,"rope_scaling":{"rope_type":"yarn","factor":4.0,"original_max_position_embeddings":1024}`, bpp: 2, wbpp: 2, maxLen: 4096, kvHeads: 4},
 		{name: "llama3 rope", extra: `,"rope_scaling":{"rope_type":"llama3","factor":8.0,"original_max_position_embeddings":512}`, bpp: 2, wbpp: 2, maxLen: 4096, kvHeads: 4},
+		{name: "dynamic rope", extra: `,"rope_scaling":{"type":"dynamic","factor":2.0}`, bpp: 2, wbpp: 2, maxLen: 8192, kvHeads: 4},
 		{name: "gqa", extra: `,"num_key_value_heads":2`, bpp: 2, wbpp: 2, maxLen: 4096, kvHeads: 2},
 		{name: "unknown quant", extra: `,"quantization_config":{"quant_method":"zzz"}`, wantErr: `quantization_config.quant_method "zzz" is not supported`},
 		{name: "unknown dtype", extra: `,"torch_dtype":"int3"`, wantErr: `torch_dtype "int3" is not supported`},
