@@ -522,3 +522,46 @@ func Example_referenceTable() {
 	// | 512-token chunk at ctx 1536 + 64 decodes | 13.19 | 20.49 | 36.09 |
 	// | overheads: queueing / per output token / post-decode (µs) | 15563 / 45 / 777 | 0 / 0 / 0 | 10326 / 0 / 0 |
 }
+
+// Example_otherModels prints the second step-time table of docs/latency-models.md: larger,
+// MoE and MLA models on H100s (step times in ms, trained-physics / roofline).
+func Example_otherModels() {
+	rows := []struct {
+		model string
+		tp    int
+	}{
+		{"llama-3.1-70b-instruct", 4},
+		{"qwen3-14b", 1},
+		{"mixtral-8x7b-v0.1", 2},
+		{"qwen3-30b-a3b", 1},
+		{"deepseek-v2-lite", 1},
+		{"llama-4-scout-17b-16e-instruct-fp8-dynamic", 2},
+	}
+	fmt.Println("| model | TP | batch-1 decode | 32 decodes, ctx 1000 | 2048-token prefill |")
+	fmt.Println("|---|---|---|---|---|")
+	for _, row := range rows {
+		var ms [2]Model
+		for i, kind := range []string{KindTrainedPhysics, KindRoofline} {
+			r, err := model.Resolve(model.InstanceSpec{Model: row.model, LatencyModel: kind, Engine: model.EngineSettings{TensorParallelSize: row.tp}})
+			if err != nil {
+				fmt.Println(err)
+				return
+			}
+			ms[i], _ = New(FromResolved(r))
+		}
+		fmt.Printf("| %s | %d |", row.model, row.tp)
+		for _, s := range []*StepShape{decodes(1, 1000), decodes(32, 1000), prefill(2048)} {
+			fmt.Printf(" %.2f / %.2f |", float64(ms[0].StepTime(s))/1000, float64(ms[1].StepTime(s))/1000)
+		}
+		fmt.Println()
+	}
+	// Output:
+	// | model | TP | batch-1 decode | 32 decodes, ctx 1000 | 2048-token prefill |
+	// |---|---|---|---|---|
+	// | llama-3.1-70b-instruct | 4 | 16.67 / 10.40 | 18.31 / 11.16 | 29.84 / 160.53 |
+	// | qwen3-14b | 1 | 12.26 / 8.40 | 15.35 / 9.92 | 21.27 / 125.44 |
+	// | mixtral-8x7b-v0.1 | 2 | 20.08 / 3.83 | 21.41 / 14.53 | 24.51 / 59.28 |
+	// | qwen3-30b-a3b | 1 | 26.05 / 1.84 | 27.96 / 16.79 | 28.46 / 28.86 |
+	// | deepseek-v2-lite | 1 | 13.45 / 1.47 | 14.14 / 9.18 | 15.11 / 21.93 |
+	// | llama-4-scout-17b-16e-instruct-fp8-dynamic | 2 | 24.96 / 2.44 | 26.88 / 15.04 | 27.50 / 35.90 |
+}
