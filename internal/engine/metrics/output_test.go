@@ -37,6 +37,7 @@ func scenario(keepRows bool) (inst []*Collector, gw *Collector) {
 	i1.Completed(&RequestRecord{ID: 5, Arrival: 1000, InputTokens: 80, OutputTokens: 3, TTFT: 40000, ITLSum: 12000, E2E: 52000, SchedulingDelay: 8000, Class: 1, Instance: 1, GatewayQueueDelay: 1500})
 	i1.Record(&RequestRecord{ID: 6, Status: StatusQueued, Arrival: 3000, InputTokens: 70, Class: 0, Instance: 1})
 	i1.Record(&RequestRecord{ID: 7, Status: StatusTimedOut, Arrival: 2500, InputTokens: 90, Class: 1, Instance: 1})
+	i1.Record(&RequestRecord{ID: 9, Status: StatusRunning, Arrival: 3500, InputTokens: 20, TTFT: 60000, SchedulingDelay: 9000, Scheduled: true, Class: 0, Instance: 1})
 	i1.AddITL(6000, 2)
 
 	gw.Record(&RequestRecord{ID: 8, Status: StatusRejected, Arrival: 100, InputTokens: 30, Class: 1, Instance: -1})
@@ -84,17 +85,29 @@ func TestFinalizeHandComputed(t *testing.T) {
 		t.Error("cache_hit_rate without lookups")
 	}
 
+	// Instance 1: TTFT over the completed request 5 and the still running 9 (which produced its
+	// first token); E2E over request 5 only.
+	o1 := rep.Instances[1]
+	if o1.InjectedRequests != 4 || o1.StillRunning != 1 || o1.TotalInputTokens != 260 {
+		t.Errorf("instance 1 counters: %+v", o1)
+	}
+	checkF(t, "instance 1 ttft_mean", o1.TTFTMeanMs, 50)
+	checkF(t, "instance 1 ttft_p90", o1.TTFTP90Ms, 58)
+	checkF(t, "instance 1 e2e_mean", o1.E2EMeanMs, 52)
+	checkF(t, "instance 1 sched_p99", o1.SchedulingDelayP99Ms, 8.99)
+
 	c := rep.Cluster
-	if c.InstanceID != "cluster" || c.CompletedRequests != 4 || c.InjectedRequests != 7 || c.StillQueued != 1 ||
-		c.TimedOutRequests != 1 || c.RejectedRequests != 1 || c.TotalInputTokens != 290 || c.TotalOutputTokens != 10 {
+	if c.InstanceID != "cluster" || c.CompletedRequests != 4 || c.InjectedRequests != 8 || c.StillQueued != 1 || c.StillRunning != 1 ||
+		c.TimedOutRequests != 1 || c.RejectedRequests != 1 || c.TotalInputTokens != 470 || c.TotalOutputTokens != 10 {
 		t.Errorf("cluster counters: %+v", c)
 	}
 	checkF(t, "cluster rps", c.ResponsesPerSec, 2)
-	// Union TTFT [10 20 30 40]: p90 at rank 2.7 = 37, not the mean of instance p90s (34).
-	checkF(t, "cluster ttft_mean", c.TTFTMeanMs, 25)
-	checkF(t, "cluster ttft_p90", c.TTFTP90Ms, 37)
-	checkF(t, "cluster ttft_p95", c.TTFTP95Ms, 38.5)
-	checkF(t, "cluster ttft_p99", c.TTFTP99Ms, 39.7)
+	// Union TTFT [10 20 30 40 60]: p90 at rank 3.6 = 52, not the mean of instance p90s (43).
+	checkF(t, "cluster ttft_mean", c.TTFTMeanMs, 32)
+	checkF(t, "cluster ttft_p50", c.TTFTP50Ms, 30)
+	checkF(t, "cluster ttft_p90", c.TTFTP90Ms, 52)
+	checkF(t, "cluster ttft_p95", c.TTFTP95Ms, 56)
+	checkF(t, "cluster ttft_p99", c.TTFTP99Ms, 59.2)
 	checkF(t, "cluster e2e_mean", c.E2EMeanMs, 33.5)
 	checkF(t, "cluster e2e_p90", c.E2EP90Ms, 45.4)
 	checkF(t, "cluster e2e_p99", c.E2EP99Ms, 51.34)
@@ -104,7 +117,7 @@ func TestFinalizeHandComputed(t *testing.T) {
 	checkF(t, "cluster itl_p90", c.ITLP90Ms, 6.5)
 	checkF(t, "cluster itl_p95", c.ITLP95Ms, 6.75)
 	checkF(t, "cluster itl_p99", c.ITLP99Ms, 6.95)
-	checkF(t, "cluster sched_p99", c.SchedulingDelayP99Ms, 7.94)
+	checkF(t, "cluster sched_p99", c.SchedulingDelayP99Ms, 8.96)
 	if c.GoodputRPS != nil || c.SLOAttainment != nil {
 		t.Error("goodput without targets")
 	}
@@ -113,8 +126,9 @@ func TestFinalizeHandComputed(t *testing.T) {
 	if std == nil || crit == nil || len(c.PerClass) != 2 {
 		t.Fatalf("per_class %v", c.PerClass)
 	}
-	// standard: requests 1, 3 (completed), 4 (dropped), 6 (queued).
-	if std.Count != 4 || std.Completed != 2 {
+	// standard: requests 1, 3 (completed), 4 (dropped), 6 (queued), 9 (running); per-class
+	// latencies are over completed requests only, as in BLIS.
+	if std.Count != 5 || std.Completed != 2 {
 		t.Errorf("standard count %d completed %d", std.Count, std.Completed)
 	}
 	checkF(t, "standard ttft_mean", std.TTFTMeanMs, 20)
@@ -182,7 +196,7 @@ func TestRowsSortedByArrivalThenID(t *testing.T) {
 	for _, r := range c.Requests {
 		ids = append(ids, r.ID)
 	}
-	want := "request_1 request_8 request_4 request_2 request_5 request_3 request_7 request_6"
+	want := "request_1 request_8 request_4 request_2 request_5 request_3 request_7 request_6 request_9"
 	if got := strings.Join(ids, " "); got != want {
 		t.Fatalf("row order %s, want %s", got, want)
 	}
