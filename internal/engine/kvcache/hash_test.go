@@ -2,6 +2,7 @@ package kvcache
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/inference-sim/blis-operator/internal/engine/workload"
@@ -171,5 +172,67 @@ func TestPromptBlockHashesDoesNotAllocate(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("%v allocations per call", allocs)
+	}
+}
+
+// TestHashesDependOnlyOnTokens checks on random prompts that re-splitting runs into smaller
+// segments never changes the hashes, and that changing one random token changes exactly the
+// hashes of its block and every later block.
+func TestHashesDependOnlyOnTokens(t *testing.T) {
+	r := rand.New(rand.NewPCG(42, 43))
+	for trial := range 300 {
+		// A prompt of a few runs of content.
+		var segs []workload.Segment
+		var total int32
+		for range 1 + r.IntN(5) {
+			n := int32(1 + r.IntN(90))
+			segs = append(segs, seg(r.Uint64N(4), int32(r.IntN(50)), n))
+			total += n
+		}
+		inputLen := total + int32(r.IntN(40)) // maybe a unique tail
+		ref := PromptBlockHashes(nil, segs, inputLen, 16, 99)
+
+		// Split every run at random points.
+		var split []workload.Segment
+		for _, s := range segs {
+			for s.Length > 0 {
+				n := int32(1 + r.IntN(int(s.Length)))
+				split = append(split, seg(s.Key, s.Offset, n))
+				s.Offset += n
+				s.Length -= n
+			}
+		}
+		if got := PromptBlockHashes(nil, split, inputLen, 16, 99); !slices.Equal(got, ref) {
+			t.Fatalf("trial %d: re-splitting changed the hashes", trial)
+		}
+
+		// Replace token k by a token of a fresh key.
+		if total == 0 {
+			continue
+		}
+		k := int32(r.IntN(int(total)))
+		var changed []workload.Segment
+		var pos int32
+		for _, s := range segs {
+			if k >= pos && k < pos+s.Length {
+				i := k - pos
+				if i > 0 {
+					changed = append(changed, seg(s.Key, s.Offset, i))
+				}
+				changed = append(changed, seg(1000, 0, 1))
+				if rest := s.Length - i - 1; rest > 0 {
+					changed = append(changed, seg(s.Key, s.Offset+i+1, rest))
+				}
+			} else {
+				changed = append(changed, s)
+			}
+			pos += s.Length
+		}
+		got := PromptBlockHashes(nil, changed, inputLen, 16, 99)
+		for b := range ref {
+			if same := got[b] == ref[b]; same != (int32(b) < k/16) {
+				t.Fatalf("trial %d: token %d changed, block %d equal=%v", trial, k, b, same)
+			}
+		}
 	}
 }
