@@ -3,7 +3,6 @@ package sim
 import (
 	"testing"
 
-	"github.com/inference-sim/blis-operator/internal/engine/latency"
 	"github.com/inference-sim/blis-operator/internal/engine/workload"
 )
 
@@ -21,11 +20,7 @@ var (
 	benchC = benchCase{100_000, 16, 320}
 )
 
-func benchConfig(bc benchCase, m latency.Model) *Config {
-	inst := InstanceConfig{
-		Model: "meta-llama/llama-3.1-8b-instruct", Latency: m,
-		TotalKVBlocks: 26312, BlockSize: 16, MaxNumSeqs: 256, MaxNumBatchedTokens: 2048,
-	}
+func benchConfig(bc benchCase, inst InstanceConfig) *Config {
 	cfg := &Config{Seed: 42, Router: RoundRobin}
 	for range bc.instances {
 		cfg.Instances = append(cfg.Instances, inst)
@@ -44,8 +39,7 @@ func benchSource(b *testing.B, bc benchCase) workload.Source {
 }
 
 func runBench(b *testing.B, bc benchCase) {
-	m := benchModel()
-	cfg := benchConfig(bc, m)
+	cfg := benchConfig(bc, benchInstance(b))
 	b.ReportAllocs()
 	var completed int
 	for b.Loop() {
@@ -53,7 +47,10 @@ func runBench(b *testing.B, bc benchCase) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		completed = len(res.Completed)
+		completed = 0
+		for i := range res.Instances {
+			completed += int(res.Instances[i].Completed)
+		}
 	}
 	if int64(completed) != bc.requests {
 		b.Fatalf("completed %d of %d", completed, bc.requests)

@@ -44,6 +44,10 @@ type InstanceConfig struct {
 	MaxModelLen int32
 	// DisablePrefixCaching turns off prompt-block reuse across requests.
 	DisablePrefixCaching bool
+	// DisableChunkedPrefill admits a waiting request only when its whole remaining prompt (after
+	// the long-prefill cap) fits in the step's token budget, as vLLM does with chunked prefill
+	// off.
+	DisableChunkedPrefill bool
 	// Preemption is the victim policy; empty means fcfs.
 	Preemption PreemptionPolicy
 }

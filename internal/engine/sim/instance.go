@@ -3,6 +3,7 @@ package sim
 import (
 	"github.com/inference-sim/blis-operator/internal/engine/kvcache"
 	"github.com/inference-sim/blis-operator/internal/engine/latency"
+	"github.com/inference-sim/blis-operator/internal/engine/metrics"
 )
 
 // runEntry is a running request's hot state, kept contiguously in running order so that a step
@@ -35,6 +36,7 @@ type instance struct {
 	postDecode      int64 // added once to E2E of requests with output
 	priorityVictims bool
 	stats           *InstanceStats
+	col             *metrics.Collector
 
 	waitQ       waitQueue
 	running     []runEntry // in vLLM's running order
@@ -322,6 +324,10 @@ func (s *simulation) step(in *instance, now int64) {
 			if thr > 0 && thr < n {
 				n = thr
 			}
+			if c.DisableChunkedPrefill && int64(n) > budget {
+				in.releaseKV(r)
+				break
+			}
 			n = int32(min(int64(n), budget))
 			if mml > 0 {
 				n = min(n, max(mml-1-cached, 0))
@@ -353,8 +359,8 @@ func (s *simulation) step(in *instance, now int64) {
 	stepTime := max(in.lat.StepTime(sh), 1)
 	gap := stepTime + in.alphaOut
 	if sh.DecodeRequests > 0 {
-		in.stats.ITLGaps = append(in.stats.ITLGaps, gap)
-		in.stats.ITLCounts = append(in.stats.ITLCounts, sh.DecodeRequests)
+		// One (gap, count) pair per step, never one sample per token.
+		in.col.AddITL(gap, sh.DecodeRequests)
 	}
 
 	// Execution and completions, in running order (release order shapes the LRU free list).

@@ -1,5 +1,10 @@
 package sim
 
+import (
+	"github.com/inference-sim/blis-operator/internal/engine/metrics"
+	"github.com/inference-sim/blis-operator/internal/engine/workload"
+)
+
 // Outcome is how a request left the simulation, or where it was when the run ended.
 type Outcome int8
 
@@ -108,19 +113,34 @@ type InstanceStats struct {
 	PeakKVBlocks int64
 	// LastEvent is the time of the instance's last processed event (its end of activity).
 	LastEvent int64
-	// ITLGaps and ITLCounts are the distinct inter-token gaps of the run with the number of
-	// tokens that saw each, one entry per step that decoded (in step order).
-	ITLGaps   []int64
-	ITLCounts []int64
+	// DroppedInputTooLong, DroppedTotalTooLong and DroppedKV split Dropped by reason (see the
+	// Drop* constants).
+	DroppedInputTooLong, DroppedTotalTooLong, DroppedKV int64
+}
+
+// Report builds the BLIS metrics report of the run (per-instance blocks and the cluster block;
+// the cluster block carries per-request rows when the run kept them). names are the workload's
+// name tables (Source.Tables).
+func (r *Result) Report(names *workload.Tables, opts metrics.Options) metrics.Report {
+	if r.Gateway != nil && opts.Gateway == nil {
+		opts.Gateway = r.Gateway
+	}
+	return metrics.Finalize(r.Collectors, r.End, names, opts)
 }
 
 // Result is the outcome of a run.
 type Result struct {
 	// Instances holds per-instance counters, indexed like Config.Instances.
 	Instances []InstanceStats
-	// Completed holds one record per completed request, in completion order.
-	Completed []RequestRecord
-	// Records holds every request's record in arrival order (only with
+	// Collectors hold each instance's BLIS metrics (named "instance_<i>"), ready for
+	// metrics.Finalize with End as the clock; they keep per-request rows with
+	// Options.RequestRecords.
+	Collectors []*metrics.Collector
+	// Gateway holds requests that never reached an instance (still being admitted or routed
+	// when the horizon ended the run); nil when there were none. Pass it as
+	// metrics.Options.Gateway.
+	Gateway *metrics.Collector
+	// Records holds every request's record in generation order (only with
 	// Options.RequestRecords).
 	Records []RequestRecord
 	// Generated counts requests produced by the workload (including reactive follow-ups).

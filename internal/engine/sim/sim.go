@@ -18,6 +18,7 @@ import (
 
 	"github.com/inference-sim/blis-operator/internal/engine/kvcache"
 	"github.com/inference-sim/blis-operator/internal/engine/latency"
+	"github.com/inference-sim/blis-operator/internal/engine/metrics"
 	"github.com/inference-sim/blis-operator/internal/engine/rng"
 	"github.com/inference-sim/blis-operator/internal/engine/workload"
 )
@@ -115,6 +116,8 @@ func newSimulation(cfg *Config, src workload.Source) *simulation {
 		in.postDecode = c.Latency.PostDecodeFixedOverhead()
 		in.priorityVictims = c.Preemption == PreemptPriority
 		in.stats = &s.res.Instances[i]
+		in.col = metrics.NewCollector(rng.InstanceName(i), cfg.Options.RequestRecords)
+		s.res.Collectors = append(s.res.Collectors, in.col)
 		in.shape.Prefill = make([]latency.PrefillChunk, 0, 16)
 	}
 	return s
@@ -365,12 +368,8 @@ func (s *simulation) onTimeout(slot int32) {
 func (s *simulation) finishRequest(in *instance, slot int32, out Outcome, done int64, reason string) {
 	r := &s.slab.reqs[slot]
 	st := in.stats
-	var rec RequestRecord
-	fill := out == OutcomeCompleted || s.cfg.Options.RequestRecords
-	if fill {
-		rec = s.record(slot, out, done)
-		rec.DropReason = reason
-	}
+	rec := s.record(slot, out, done)
+	rec.DropReason = reason
 	switch out {
 	case OutcomeCompleted:
 		st.Completed++
@@ -378,12 +377,20 @@ func (s *simulation) finishRequest(in *instance, slot int32, out Outcome, done i
 		if r.lengthCapped {
 			st.LengthCapped++
 		}
-		s.res.Completed = append(s.res.Completed, rec)
 	case OutcomeTimedOut:
 		st.TimedOut++
 	case OutcomeDropped:
 		st.Dropped++
+		switch reason {
+		case DropInputTooLong:
+			st.DroppedInputTooLong++
+		case DropTotalTooLong:
+			st.DroppedTotalTooLong++
+		default:
+			st.DroppedKV++
+		}
 	}
+	s.collect(in.col, &rec)
 	if s.cfg.Options.RequestRecords {
 		s.res.Records[s.recIdx[slot]] = rec
 	}
@@ -399,6 +406,27 @@ func (s *simulation) finishRequest(in *instance, slot int32, out Outcome, done i
 		}
 		s.react.Finished(id, wo, outTokens, done, s.inject)
 	}
+}
+
+var statusOf = [...]metrics.Status{
+	OutcomeCompleted: metrics.StatusCompleted,
+	OutcomeTimedOut:  metrics.StatusTimedOut,
+	OutcomeDropped:   metrics.StatusDropped,
+	OutcomeQueued:    metrics.StatusQueued,
+	OutcomeRunning:   metrics.StatusRunning,
+	OutcomeUnrouted:  metrics.StatusQueued,
+}
+
+// collect hands a request's record to a metrics collector.
+func (s *simulation) collect(col *metrics.Collector, rec *RequestRecord) {
+	col.Record(&metrics.RequestRecord{
+		ID: rec.ID, Status: statusOf[rec.Outcome], Arrival: rec.Arrival,
+		InputTokens: rec.InputLen, OutputTokens: rec.OutputTokens,
+		TTFT: rec.TTFT, E2E: rec.E2E, ITLSum: rec.ITLSum, SchedulingDelay: rec.SchedulingDelay,
+		Class: rec.Class, Tenant: rec.Tenant, Client: rec.Client, Instance: rec.Instance,
+		Session: rec.Session, Round: rec.Round, Preemptions: rec.Preemptions,
+		LengthCapped: rec.LengthCapped,
+	})
 }
 
 // record builds the RequestRecord of slot as of time done.
@@ -468,14 +496,30 @@ func (s *simulation) finish() {
 			out = OutcomeRunning
 			s.insts[r.inst].stats.StillRunning++
 		}
+		rec := s.record(int32(slot), out, end)
+		col := s.res.Gateway
+		if r.inst >= 0 {
+			col = s.insts[r.inst].col
+		} else if col == nil {
+			col = metrics.NewCollector("gateway", s.cfg.Options.RequestRecords)
+			s.res.Gateway = col
+		}
+		s.collect(col, &rec)
 		if s.cfg.Options.RequestRecords {
-			s.res.Records[s.recIdx[slot]] = s.record(int32(slot), out, end)
+			s.res.Records[s.recIdx[slot]] = rec
 		}
 	}
 	s.res.Unrouted = s.unrouted
 	for i := range s.insts {
 		in := &s.insts[i]
-		in.stats.PrefixLookupTokens = in.kv.Stats().LookupTokens
-		in.stats.PrefixHitTokens = in.kv.Stats().HitTokens
+		ks := in.kv.Stats()
+		in.stats.PrefixLookupTokens = ks.LookupTokens
+		in.stats.PrefixHitTokens = ks.HitTokens
+		in.col.Events = metrics.Events{
+			Preemptions:          in.stats.Preemptions,
+			KVAllocationFailures: in.stats.KVAllocationFailures,
+			CacheLookups:         ks.LookupBlocks,
+			CacheHits:            ks.HitBlocks,
+		}
 	}
 }

@@ -16,10 +16,10 @@ func TestSingleRequestTiming(t *testing.T) {
 	}
 	// Queued at 600; prefill step 1000+10*100 = 2000 -> first token at 2600 (+40 processing).
 	// Three decode steps of 1100 each; ITL = 1140 each.
-	if len(res.Completed) != 1 {
-		t.Fatalf("completed %d", len(res.Completed))
+	if len(res.Records) != 1 || res.Records[0].Outcome != OutcomeCompleted {
+		t.Fatalf("records %+v", res.Records)
 	}
-	r := res.Completed[0]
+	r := res.Records[0]
 	if r.TTFT != 2600+40-100 {
 		t.Errorf("TTFT %d, want %d", r.TTFT, 2540)
 	}
@@ -49,8 +49,8 @@ func TestSmokeInvariants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Completed) != 300 {
-		t.Fatalf("completed %d of 300", len(res.Completed))
+	if n := res.Instances[0].Completed + res.Instances[1].Completed; n != 300 {
+		t.Fatalf("completed %d of 300", n)
 	}
 	t.Logf("end %d events %d hits %d/%d", res.End, res.Events, res.Instances[0].PrefixHitTokens, res.Instances[0].PrefixLookupTokens)
 }
