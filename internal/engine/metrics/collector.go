@@ -170,7 +170,8 @@ type Events struct {
 	// them as an accounting anomaly); ordinary admission back-pressure is not a failure.
 	KVAllocationFailures int64
 	// CacheLookups and CacheHits count prompt blocks looked up in and found in the prefix
-	// cache; cache_hit_rate = CacheHits / CacheLookups.
+	// cache (blocks, as BLIS counts them: kvcache.Stats' LookupBlocks and HitBlocks);
+	// cache_hit_rate = CacheHits / CacheLookups.
 	CacheLookups, CacheHits int64
 }
 
