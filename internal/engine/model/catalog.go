@@ -54,7 +54,8 @@ func (e ModelEntry) Name() string {
 	return e.Folder
 }
 
-// Catalog is the resolved set of models, GPUs and coefficients.
+// Catalog is the resolved set of models, GPUs and coefficients. It is read-only once loaded
+// and safe for concurrent use.
 type Catalog struct {
 	hardware       *HardwareCatalog
 	defaults       map[string]ModelDefaults // lower-case id → defaults

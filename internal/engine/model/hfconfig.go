@@ -67,6 +67,10 @@ type HFModelConfig struct {
 	// MLA is the multi-head latent attention configuration (DeepSeek-V2/V3, GLM-5), nil for
 	// standard multi-head / grouped-query attention.
 	MLA *MLAConfig
+
+	// Raw is the decoded config.json (numbers as json.Number), for fields not modelled above;
+	// treat it as read-only. Nil for configs built in code.
+	Raw map[string]any
 }
 
 // RopeScaling is the rope_scaling block of a config.json.
@@ -171,6 +175,7 @@ func ParseHFConfig(data []byte) (*HFModelConfig, error) {
 	}
 
 	c := &HFModelConfig{
+		Raw:               root,
 		ModelType:         strOf("model_type"),
 		NumLayers:         intOf("num_hidden_layers", "n_layer", "num_layers"),
 		HiddenSize:        intOf("hidden_size", "n_embd", "d_model"),

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -63,13 +64,13 @@ type InstanceSpec struct {
 	// (GPU, TP, blackbox rows) when an inline config is given.
 	Model string `json:"model,omitempty"`
 	// ModelConfigJSON is an inline Hugging Face config.json; it replaces the catalog's.
-	ModelConfigJSON []byte `json:"modelConfigJSON,omitempty"`
+	ModelConfigJSON json.RawMessage `json:"modelConfigJSON,omitempty"`
 	// ModelConfig is an already parsed architecture; it replaces ModelConfigJSON and the catalog.
 	ModelConfig *HFModelConfig `json:"-"`
 	// GPU names the GPU ("" = the model's default GPU, else H100).
 	GPU string `json:"gpu,omitempty"`
 	// Engine are the vLLM settings.
-	Engine EngineSettings `json:"engine,omitempty"`
+	Engine EngineSettings `json:"engine,omitzero"`
 	// LatencyModel is "trained-physics" (default), "roofline" or "blackbox".
 	LatencyModel string `json:"latencyModel,omitempty"`
 	// AlphaCoeffs replace the latency model's alpha coefficients (BLIS --alpha-coeffs).
@@ -77,7 +78,7 @@ type InstanceSpec struct {
 	// BetaCoeffs replace the latency model's beta coefficients (BLIS --beta-coeffs).
 	BetaCoeffs []float64 `json:"betaCoeffs,omitempty"`
 	// Paths replace embedded data files.
-	Paths Sources `json:"paths,omitempty"`
+	Paths Sources `json:"paths,omitzero"`
 }
 
 // LatencySpec is the resolved latency model choice with its coefficients.

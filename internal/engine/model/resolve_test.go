@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -232,4 +233,25 @@ func Example_kvCapacity() {
 	// | qwen3-30b-a3b | H100 | 2 | 2 | 56.87 | 106398 | 1702368 | 40960 |
 	// | deepseek-v2-lite | H100 | 1 | 1 | 29.26 | 74639 | 1194224 | 163840 |
 	// | llama-4-scout-17b-16e-instruct-fp8-dynamic | H100 | 2 | 1 | 100.37 | 11752 | 188032 | 188032 |
+}
+
+// An InstanceSpec decodes from JSON with the inline config.json as a nested object, as a
+// resource or an input file carries it.
+func TestInstanceSpecFromJSON(t *testing.T) {
+	doc := `{"model": "my-model", "gpu": "H100", "latencyModel": "roofline",
+		"engine": {"tensorParallelSize": 2, "maxNumSeqs": 128, "enablePrefixCaching": false},
+		"modelConfigJSON": {"num_hidden_layers": 8, "hidden_size": 1024, "intermediate_size": 4096,
+			"num_attention_heads": 16, "num_key_value_heads": 4, "vocab_size": 32000, "max_position_embeddings": 8192}}`
+	var spec InstanceSpec
+	if err := json.Unmarshal([]byte(doc), &spec); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Resolve(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ModelName != "my-model" || r.Model.NumLayers != 8 || r.Engine.TensorParallelSize != 2 || r.Engine.MaxNumSeqs != 128 ||
+		r.Engine.EnablePrefixCaching || r.Engine.MaxModelLen != 8192 || r.Latency.Kind != LatencyRoofline || r.Model.Raw["vocab_size"] == nil {
+		t.Fatalf("resolved %s %+v %+v", r.ModelName, r.Engine, r.Latency)
+	}
 }
