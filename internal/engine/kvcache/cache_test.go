@@ -156,6 +156,14 @@ func TestFreedBlockStaysReusableUntilEvicted(t *testing.T) {
 	if c.FreeBlocks() != 8 || c.CachedBlocks() != 4 {
 		t.Fatalf("free %d cached %d", c.FreeBlocks(), c.CachedBlocks())
 	}
+	// CachedPrefix is read-only: no LRU refresh, no counters.
+	order, stats := c.FreeOrder(nil), c.Stats()
+	if got := c.CachedPrefix(h); got != 4 {
+		t.Fatalf("CachedPrefix = %d, want 4", got)
+	}
+	if !slices.Equal(c.FreeOrder(nil), order) || c.Stats() != stats {
+		t.Fatal("CachedPrefix changed the cache")
+	}
 	// The same prompt again reuses the freed blocks, except the last one (never claimed).
 	var b Table
 	if n := c.ClaimPrefix(&b, h, 64); n != 3 || !slices.Equal(b.Blocks, aBlocks[:3]) {
