@@ -3,6 +3,8 @@ package model
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -253,5 +255,63 @@ func TestInstanceSpecFromJSON(t *testing.T) {
 	if r.ModelName != "my-model" || r.Model.NumLayers != 8 || r.Engine.TensorParallelSize != 2 || r.Engine.MaxNumSeqs != 128 ||
 		r.Engine.EnablePrefixCaching || r.Engine.MaxModelLen != 8192 || r.Latency.Kind != LatencyRoofline || r.Model.Raw["vocab_size"] == nil {
 		t.Fatalf("resolved %s %+v %+v", r.ModelName, r.Engine, r.Latency)
+	}
+}
+
+func TestLoadHFConfigFileOrFolder(t *testing.T) {
+	dir := t.TempDir()
+	data, err := embedded.ReadFile("data/model_configs/qwen3-14b/config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	folder := filepath.Join(dir, "qwen3-14b")
+	if err := os.MkdirAll(folder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(folder, "config.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{folder, filepath.Join(folder, "config.json")} {
+		m, err := LoadHFConfig(p)
+		if err != nil || m.NumLayers != 40 || m.ModelID != "qwen3-14b" {
+			t.Fatalf("%s: %+v, %v", p, m, err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(folder, "config.json"), []byte(`{"num_hidden_layers": 2}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadHFConfig(folder); err == nil || !strings.Contains(err.Error(), "hidden_size must be > 0") {
+		t.Fatalf("invalid config error = %v", err)
+	}
+}
+
+func TestKVCapacityBudgetTerms(t *testing.T) {
+	cat := defaultCatalogT(t)
+	h100, _ := cat.Hardware().Lookup("H100")
+	moe := shippedConfig(t, "qwen3-30b-a3b")
+	e := DefaultVLLMEngineConfig()
+	kc, err := EstimateKVCapacity(moe, h100, &e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kc.ActivationGiB != 8 || kc.NonTorchGiB != 0.15 || kc.AvailableGiB != 72 {
+		t.Fatalf("MoE budget = %+v", kc)
+	}
+	// Two pipeline stages double the memory and take the multi-GPU non-torch reserve.
+	e.PipelineParallelSize = 2
+	kc2, err := EstimateKVCapacity(moe, h100, &e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kc2.AvailableGiB != 144 || kc2.NonTorchGiB != 1.2 || kc2.Blocks <= 2*kc.Blocks {
+		t.Fatalf("PP2 budget = %+v (PP1 blocks %d)", kc2, kc.Blocks)
+	}
+	// Exact arithmetic for llama-3.1-8b: (72 − weights − 5.5 − 0.15) GiB over 2 MiB blocks.
+	dense := shippedConfig(t, "llama-3.1-8b-instruct")
+	e = DefaultVLLMEngineConfig()
+	kc, _ = EstimateKVCapacity(dense, h100, &e)
+	want := int64((72-float64(dense.WeightBytes())/(1<<30)-5.5-0.15)*(1<<30)) / (16 * 131072)
+	if kc.Blocks != want || want != 26312 {
+		t.Fatalf("blocks = %d, want %d", kc.Blocks, want)
 	}
 }
