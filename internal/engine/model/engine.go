@@ -11,10 +11,16 @@ import (
 // --long-prefill-token-threshold 0); vLLM's defaults otherwise (--gpu-memory-utilization 0.9,
 // chunked prefill and prefix caching on in the V1 engine).
 const (
-	DefaultMaxNumSeqs                = 256
-	DefaultMaxNumBatchedTokens       = 2048
-	DefaultBlockSize                 = 16
-	DefaultGPUMemoryUtilization      = 0.9
+	// DefaultMaxNumSeqs is the default --max-num-seqs (BLIS --max-num-running-reqs).
+	DefaultMaxNumSeqs = 256
+	// DefaultMaxNumBatchedTokens is the default --max-num-batched-tokens (BLIS
+	// --max-num-scheduled-tokens).
+	DefaultMaxNumBatchedTokens = 2048
+	// DefaultBlockSize is the default --block-size in tokens (BLIS --block-size-in-tokens).
+	DefaultBlockSize = 16
+	// DefaultGPUMemoryUtilization is vLLM's default --gpu-memory-utilization.
+	DefaultGPUMemoryUtilization = 0.9
+	// DefaultLongPrefillTokenThreshold is the default --long-prefill-token-threshold (no cap).
 	DefaultLongPrefillTokenThreshold = 0
 )
 
