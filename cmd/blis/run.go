@@ -1,0 +1,332 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/inference-sim/blis-operator/internal/engine/metrics"
+	"github.com/inference-sim/blis-operator/internal/engine/model"
+	"github.com/inference-sim/blis-operator/internal/engine/sim"
+	"github.com/inference-sim/blis-operator/internal/engine/workload"
+)
+
+func init() {
+	subcommands = append(subcommands, newRunCommand)
+}
+
+// runFlags are the flags of `blis run`, named and defaulted as in upstream BLIS.
+type runFlags struct {
+	// Model, hardware and latency model.
+	model, hardware, vllmVersion, latencyModel string
+	tp                                         int
+	alphaCoeffs, betaCoeffs                    []float64
+
+	// vLLM engine.
+	maxNumSeqs, maxNumBatchedTokens, longPrefillThreshold int64
+	blockSize, totalKVBlocks, maxModelLen                 int64
+	gpuMemoryUtilization                                  float64
+	enablePrefixCaching, enableChunkedPrefill             bool
+	preemptionPolicy                                      string
+
+	// Cluster.
+	numInstances                     int
+	routingPolicy                    string
+	admissionLatency, routingLatency int64
+	seed, horizon                    int64
+
+	// Workload (BLIS's default "distribution" workload).
+	workloadType, arrival   string
+	numRequests             int64
+	rate                    float64
+	prefixTokens            int
+	promptMean, promptStdev float64
+	promptMin, promptMax    int
+	outputMean, outputStdev float64
+	outputMin, outputMax    int
+
+	// Output.
+	metricsPath, logLevel string
+}
+
+// flagAliases maps BLIS's older or alternative flag names to this command's names, so scripts
+// written for upstream BLIS keep working.
+var flagAliases = map[string]string{
+	"max-num-running-reqs":     "max-num-seqs",
+	"max-num-scheduled-tokens": "max-num-batched-tokens",
+	"max-prompts":              "num-requests",
+	"block-size":               "block-size-in-tokens",
+	"tensor-parallel-size":     "tp",
+}
+
+func newRunCommand() *cobra.Command {
+	f := &runFlags{}
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Simulate vLLM instances serving a synthetic workload and print BLIS metrics",
+		Long: `Run simulates a cluster of vLLM v1 instances serving BLIS's default "distribution"
+workload (constant or Poisson arrivals, clamped Gaussian prompt and output lengths, an optional
+shared prefix) and prints the metrics in upstream BLIS's format: one JSON block per instance,
+then the cluster block, each after a "=== Simulation Metrics ===" line. --metrics-path also
+writes the cluster block with one row per request.
+
+The flags are upstream BLIS's; --max-num-running-reqs, --max-num-scheduled-tokens and
+--max-prompts are accepted as aliases.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runSimulation(cmd.OutOrStdout(), cmd.Flags(), f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.SortFlags = false
+
+	fl.StringVar(&f.model, "model", "", "model name from the catalog, e.g. meta-llama/llama-3.1-8b-instruct (required)")
+	fl.StringVar(&f.hardware, "hardware", "", "GPU type, e.g. H100, A100-80, L40S (default: the model's default GPU)")
+	fl.IntVar(&f.tp, "tp", 0, "tensor parallelism (default: the model's default TP)")
+	fl.StringVar(&f.vllmVersion, "vllm-version", "", "vLLM version of the blackbox coefficients (default: the model's)")
+	fl.StringVar(&f.latencyModel, "latency-model", model.LatencyTrainedPhysics, "latency model: "+strings.Join(model.LatencyKinds(), ", "))
+	fl.Float64SliceVar(&f.alphaCoeffs, "alpha-coeffs", nil, "alpha coefficients of the latency model (comma-separated; default: the model's)")
+	fl.Float64SliceVar(&f.betaCoeffs, "beta-coeffs", nil, "beta coefficients of the latency model (comma-separated; default: the model's)")
+
+	fl.Int64Var(&f.maxNumSeqs, "max-num-seqs", model.DefaultMaxNumSeqs, "maximum requests in a running batch")
+	fl.Int64Var(&f.maxNumBatchedTokens, "max-num-batched-tokens", model.DefaultMaxNumBatchedTokens, "token budget of one engine step")
+	fl.Int64Var(&f.longPrefillThreshold, "long-prefill-token-threshold", 0, "largest prefill chunk of one request per step (0 = no cap)")
+	fl.Int64Var(&f.blockSize, "block-size-in-tokens", model.DefaultBlockSize, "tokens per KV-cache block")
+	fl.Int64Var(&f.totalKVBlocks, "total-kv-blocks", 0, "KV-cache size in blocks (0 = derive from model, GPU, TP and --gpu-memory-utilization)")
+	fl.Float64Var(&f.gpuMemoryUtilization, "gpu-memory-utilization", model.DefaultGPUMemoryUtilization, "fraction of GPU memory vLLM may use, in (0, 1]")
+	fl.Int64Var(&f.maxModelLen, "max-model-len", 0, "maximum prompt + output length (0 = derive from the model and the KV cache)")
+	fl.BoolVar(&f.enablePrefixCaching, "enable-prefix-caching", true, "reuse cached prompt blocks across requests")
+	fl.BoolVar(&f.enableChunkedPrefill, "enable-chunked-prefill", true, "split long prompts across steps")
+	fl.StringVar(&f.preemptionPolicy, "preemption-policy", string(sim.PreemptFCFS), "preemption victim: fcfs (tail of the batch) or priority")
+
+	fl.IntVar(&f.numInstances, "num-instances", 1, "number of instances")
+	fl.StringVar(&f.routingPolicy, "routing-policy", "round-robin", "routing policy: "+strings.Join(sim.RouterNames(), ", "))
+	fl.Int64Var(&f.admissionLatency, "admission-latency", 0, "admission decision latency in microseconds")
+	fl.Int64Var(&f.routingLatency, "routing-latency", 0, "routing decision latency in microseconds")
+	fl.Int64Var(&f.seed, "seed", 42, "master random seed")
+	fl.Int64Var(&f.horizon, "horizon", 0, "stop the simulation at this time in microseconds (0 = run until all requests finish)")
+
+	fl.StringVar(&f.workloadType, "workload", "distribution", "workload type (only distribution)")
+	fl.StringVar(&f.arrival, "arrival", "constant", "arrival process of the distribution workload: constant or poisson")
+	fl.Int64Var(&f.numRequests, "num-requests", 100, "number of requests")
+	fl.Float64Var(&f.rate, "rate", 1.0, "arrival rate in requests per second")
+	fl.IntVar(&f.prefixTokens, "prefix-tokens", 0, "length of a prefix shared by every request")
+	fl.Float64Var(&f.promptMean, "prompt-tokens", 512, "mean prompt length")
+	fl.Float64Var(&f.promptStdev, "prompt-tokens-stdev", 256, "standard deviation of the prompt length")
+	fl.IntVar(&f.promptMin, "prompt-tokens-min", 2, "minimum prompt length")
+	fl.IntVar(&f.promptMax, "prompt-tokens-max", 7000, "maximum prompt length")
+	fl.Float64Var(&f.outputMean, "output-tokens", 512, "mean output length")
+	fl.Float64Var(&f.outputStdev, "output-tokens-stdev", 256, "standard deviation of the output length")
+	fl.IntVar(&f.outputMin, "output-tokens-min", 2, "minimum output length")
+	fl.IntVar(&f.outputMax, "output-tokens-max", 7000, "maximum output length")
+
+	fl.StringVar(&f.metricsPath, "metrics-path", "", "also write the cluster metrics with per-request rows to this JSON file")
+	fl.StringVar(&f.logLevel, "log", "warn", "log level, accepted for compatibility: trace, debug, info, warn, error, fatal, panic")
+
+	fl.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		if to, ok := flagAliases[name]; ok {
+			name = to
+		}
+		return pflag.NormalizedName(name)
+	})
+	return cmd
+}
+
+// maxInstances bounds --num-instances: each instance owns a KV cache of its own, so absurd
+// counts would exhaust memory instead of failing clearly.
+const maxInstances = 10_000
+
+// checkFlags rejects values that the resolvers would otherwise silently replace by a default
+// (an explicit 0 where 0 means "default") and values outside any meaningful range.
+func checkFlags(fl *pflag.FlagSet, f *runFlags) error {
+	positive := []struct {
+		name string
+		v    int64
+	}{
+		{"max-num-seqs", f.maxNumSeqs},
+		{"max-num-batched-tokens", f.maxNumBatchedTokens},
+		{"block-size-in-tokens", f.blockSize},
+		{"num-requests", f.numRequests},
+		{"num-instances", int64(f.numInstances)},
+	}
+	for _, p := range positive {
+		if p.v <= 0 {
+			return fmt.Errorf("--%s must be > 0, got %d", p.name, p.v)
+		}
+	}
+	nonNegative := []struct {
+		name string
+		v    int64
+	}{
+		{"long-prefill-token-threshold", f.longPrefillThreshold},
+		{"total-kv-blocks", f.totalKVBlocks},
+		{"max-model-len", f.maxModelLen},
+		{"tp", int64(f.tp)},
+		{"admission-latency", f.admissionLatency},
+		{"routing-latency", f.routingLatency},
+		{"horizon", f.horizon},
+		{"prefix-tokens", int64(f.prefixTokens)},
+	}
+	for _, p := range nonNegative {
+		if p.v < 0 {
+			return fmt.Errorf("--%s must be >= 0, got %d", p.name, p.v)
+		}
+	}
+	for _, p := range []struct {
+		name string
+		v    int64
+	}{{"max-num-seqs", f.maxNumSeqs}, {"max-num-batched-tokens", f.maxNumBatchedTokens}, {"block-size-in-tokens", f.blockSize},
+		{"long-prefill-token-threshold", f.longPrefillThreshold}, {"total-kv-blocks", f.totalKVBlocks}, {"max-model-len", f.maxModelLen}} {
+		if p.v > math.MaxInt32 {
+			return fmt.Errorf("--%s must be <= %d, got %d", p.name, math.MaxInt32, p.v)
+		}
+	}
+	if fl.Changed("tp") && f.tp == 0 {
+		return errors.New("--tp must be > 0, got 0")
+	}
+	if u := f.gpuMemoryUtilization; math.IsNaN(u) || u <= 0 || u > 1 {
+		return fmt.Errorf("--gpu-memory-utilization must be in (0, 1], got %g", u)
+	}
+	if f.numInstances > maxInstances {
+		return fmt.Errorf("--num-instances must be <= %d, got %d", maxInstances, f.numInstances)
+	}
+	if f.workloadType != "distribution" {
+		return fmt.Errorf("--workload %q is not supported by blis run (known: distribution)", f.workloadType)
+	}
+	switch strings.ToLower(f.logLevel) {
+	case "trace", "debug", "info", "warn", "warning", "error", "fatal", "panic":
+	default:
+		return fmt.Errorf("--log %q is not a log level (known: trace, debug, info, warn, error, fatal, panic)", f.logLevel)
+	}
+	switch sim.PreemptionPolicy(f.preemptionPolicy) {
+	case sim.PreemptFCFS, sim.PreemptPriority:
+	default:
+		return fmt.Errorf("--preemption-policy %q is not known (known: fcfs, priority)", f.preemptionPolicy)
+	}
+	return nil
+}
+
+// instanceSpec turns the flags into the model package's instance specification.
+func instanceSpec(fl *pflag.FlagSet, f *runFlags) model.InstanceSpec {
+	prefix, chunked := f.enablePrefixCaching, f.enableChunkedPrefill
+	spec := model.InstanceSpec{
+		Model:        f.model,
+		GPU:          f.hardware,
+		LatencyModel: f.latencyModel,
+		Engine: model.EngineSettings{
+			TensorParallelSize:        f.tp,
+			MaxNumSeqs:                f.maxNumSeqs,
+			MaxNumBatchedTokens:       f.maxNumBatchedTokens,
+			LongPrefillTokenThreshold: f.longPrefillThreshold,
+			BlockSize:                 f.blockSize,
+			GPUMemoryUtilization:      f.gpuMemoryUtilization,
+			TotalKVBlocks:             f.totalKVBlocks,
+			MaxModelLen:               f.maxModelLen,
+			EnablePrefixCaching:       &prefix,
+			EnableChunkedPrefill:      &chunked,
+			VLLMVersion:               f.vllmVersion,
+		},
+	}
+	if fl.Changed("alpha-coeffs") {
+		spec.AlphaCoeffs = f.alphaCoeffs
+	}
+	if fl.Changed("beta-coeffs") {
+		spec.BetaCoeffs = f.betaCoeffs
+	}
+	return spec
+}
+
+// buildRun resolves the flags into a simulation configuration and its workload.
+func buildRun(fl *pflag.FlagSet, f *runFlags) (*sim.Config, workload.Source, error) {
+	if err := checkFlags(fl, f); err != nil {
+		return nil, nil, err
+	}
+	cat, err := model.DefaultCatalog()
+	if err != nil {
+		return nil, nil, err
+	}
+	if strings.TrimSpace(f.model) == "" {
+		_, err := cat.LookupModel("")
+		return nil, nil, fmt.Errorf("--model is required: %w", err)
+	}
+	resolved, err := cat.Resolve(instanceSpec(fl, f))
+	if err != nil {
+		return nil, nil, err
+	}
+	inst, err := sim.InstanceFromResolved(resolved)
+	if err != nil {
+		return nil, nil, err
+	}
+	inst.Preemption = sim.PreemptionPolicy(f.preemptionPolicy)
+	router, err := sim.RouterByName(f.routingPolicy)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := &sim.Config{
+		Router:           router,
+		Seed:             f.seed,
+		Horizon:          f.horizon,
+		AdmissionLatency: f.admissionLatency,
+		RoutingLatency:   f.routingLatency,
+		Options:          sim.Options{RequestRecords: f.metricsPath != ""},
+	}
+	for range f.numInstances {
+		cfg.Instances = append(cfg.Instances, inst)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
+
+	poisson, err := workload.ParseArrival(f.arrival)
+	if err != nil {
+		return nil, nil, err
+	}
+	dc := workload.DistributionConfig{
+		Rate:         f.rate,
+		NumRequests:  f.numRequests,
+		Poisson:      poisson,
+		PrefixTokens: f.prefixTokens,
+		Input:        workload.LengthConfig{Mean: f.promptMean, Stdev: f.promptStdev, Min: f.promptMin, Max: f.promptMax},
+		Output:       workload.LengthConfig{Mean: f.outputMean, Stdev: f.outputStdev, Min: f.outputMin, Max: f.outputMax},
+		Horizon:      f.horizon,
+	}
+	src, err := workload.NewDistribution(dc, f.seed)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, src, nil
+}
+
+// runSimulation is `blis run`: resolve, simulate, print the metrics, write the metrics file.
+func runSimulation(stdout io.Writer, fl *pflag.FlagSet, f *runFlags) error {
+	cfg, src, err := buildRun(fl, f)
+	if err != nil {
+		return err
+	}
+	res, err := sim.Run(cfg, src)
+	if err != nil {
+		return err
+	}
+	report := res.Report(src.Tables(), metrics.Options{})
+	if err := report.WriteBLIS(stdout); err != nil {
+		return err
+	}
+	if f.metricsPath == "" {
+		return nil
+	}
+	data, err := json.MarshalIndent(report.Cluster, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(f.metricsPath, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing --metrics-path: %w", err)
+	}
+	return nil
+}
