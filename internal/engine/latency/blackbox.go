@@ -1,6 +1,10 @@
 package latency
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/inference-sim/blis-operator/internal/engine/model"
+)
 
 // blackbox is BLIS's per-deployment linear regression (blis-upstream §2.1, last present in
 // BLIS at b563c440):
@@ -18,6 +22,19 @@ type blackbox struct {
 }
 
 func newBlackbox(cfg Config) (Model, error) {
+	if cfg.Alpha == nil && cfg.Beta == nil && cfg.Model != nil {
+		// No coefficients: the embedded row for (model id, GPU, TP, vLLM version), as
+		// model.Resolve would select it.
+		cat, err := model.DefaultCatalog()
+		if err != nil {
+			return nil, fmt.Errorf("latency: blackbox rows: %w", err)
+		}
+		row, err := cat.BlackboxCoefficients(cfg.Model.ModelID, cfg.Hardware.Name, cfg.Engine.TensorParallelSize, cfg.Engine.VLLMVersion)
+		if err != nil {
+			return nil, fmt.Errorf("latency: %w", err)
+		}
+		cfg.Alpha, cfg.Beta = row.Alpha, row.Beta
+	}
 	if len(cfg.Alpha) != 3 {
 		return nil, fmt.Errorf("latency: blackbox needs exactly 3 alpha coefficients [α0 µs, α1 µs per input token, α2 µs per output token], got %d", len(cfg.Alpha))
 	}

@@ -31,12 +31,14 @@ type Config struct {
 	Engine model.VLLMEngineConfig
 	// Alpha are the overhead coefficients, BLIS --alpha-coeffs semantics. Trained-physics: at
 	// least [α0 queueing, α1 post-decode, α2 per output token], nil = defaults.yaml. Blackbox:
-	// exactly [α0, α1 per input token, α2 per output token], required. Roofline: must be nil.
+	// exactly [α0, α1 per input token, α2 per output token]; nil together with Beta = the
+	// embedded row for (Model.ModelID, Hardware.Name, TP, Engine.VLLMVersion). Roofline: must
+	// be nil.
 	Alpha []float64
 	// Beta are the step-time coefficients, BLIS --beta-coeffs semantics. Trained-physics: 7 to
 	// 11 values [β1a, β2a, β3, β4, β5, β6, β7, β8, β1b, β2b, β_EP], nil = defaults.yaml.
-	// Blackbox: exactly [β0, β1 per prefill token, β2 per decode request], required. Roofline:
-	// must be nil.
+	// Blackbox: exactly [β0, β1 per prefill token, β2 per decode request], nil as for Alpha.
+	// Roofline: must be nil.
 	Beta []float64
 }
 

@@ -290,6 +290,16 @@ func TestBlackboxFormulaAndTruncation(t *testing.T) {
 	if got := m.StepTime(s); got != 1 {
 		t.Errorf("zero step = %d, want the floor 1", got)
 	}
+	// Without coefficients the embedded row is looked up from the model id, GPU and TP.
+	cfg = FromResolved(r)
+	cfg.Kind, cfg.Alpha, cfg.Beta = KindBlackbox, nil, nil
+	if m, err := New(cfg); err != nil || m.StepTime(decodes(1, 1000)) != 6776 {
+		t.Errorf("row lookup in New: %v", err)
+	}
+	cfg.Hardware.Name = "L40S"
+	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "rows for this model:") {
+		t.Errorf("missing row in New: error = %v", err)
+	}
 	// The fitted row for llama-3.1-8b/H100/TP1 (v0.11.0): 6472 + 304.4 per decode request.
 	bb, _ := build(t, model.InstanceSpec{Model: "llama-3.1-8b-instruct", LatencyModel: KindBlackbox})
 	if got := bb.StepTime(decodes(1, 1000)); got != 6776 {
