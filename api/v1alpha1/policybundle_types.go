@@ -1,0 +1,585 @@
+/*
+Copyright 2026 The blis-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PolicyBundleSpec is the full set of serving policies of a simulated cluster. Its sections
+// are those of a BLIS policy file with the keys in camelCase (token_bucket_capacity is
+// tokenBucketCapacity); each policy stage can alternatively be a decision tree or a CEL
+// expression. Instead of typed fields, blisConfigMapRef may point at an unchanged BLIS policy
+// file.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.blisConfigMapRef) || !(has(self.admission) || has(self.priority) || has(self.routing) || has(self.scheduler) || has(self.instanceScheduler) || has(self.preemption) || has(self.tenantBudgets) || has(self.nodePools) || has(self.autoscaler) || has(self.instanceLifecycle))",message="blisConfigMapRef and the typed policy fields are mutually exclusive",fieldPath=".blisConfigMapRef"
+// +kubebuilder:validation:XValidation:rule="!has(self.scheduler) || !has(self.instanceScheduler) || !(has(self.instanceScheduler.decisionTree) || has(self.instanceScheduler.cel))",message="scheduler names a template; it cannot be combined with an instanceScheduler decisionTree or cel policy",fieldPath=".instanceScheduler"
+// +kubebuilder:validation:XValidation:rule="!has(self.instanceScheduler) || !has(self.instanceScheduler.parameters) || has(self.scheduler)",message="instanceScheduler.parameters are parameters of the scheduler template and need scheduler",fieldPath=".instanceScheduler.parameters"
+type PolicyBundleSpec struct {
+	// BlisConfigMapRef points at a ConfigMap key holding an unchanged BLIS policy file, used
+	// instead of the typed fields below.
+	// +optional
+	BlisConfigMapRef *ConfigMapKeyReference `json:"blisConfigMapRef,omitempty"`
+
+	// Admission decides whether an arriving request is admitted, rejected or delayed.
+	// +optional
+	Admission *AdmissionPolicy `json:"admission,omitempty"`
+
+	// Priority computes the priority score of an admitted request.
+	// +optional
+	Priority *PriorityPolicy `json:"priority,omitempty"`
+
+	// Routing picks the replica that serves a request.
+	// +optional
+	Routing *RoutingPolicy `json:"routing,omitempty"`
+
+	// Scheduler is the instance scheduler template that orders each replica's wait queue
+	// (BLIS key scheduler).
+	// +kubebuilder:validation:Enum=fcfs;priority-fcfs;sjf;reverse-priority;type-rank
+	// +optional
+	Scheduler string `json:"scheduler,omitempty"`
+
+	// InstanceScheduler holds the parameters of the scheduler template, or replaces the
+	// template with a decision tree or a CEL expression.
+	// +optional
+	InstanceScheduler *PolicyForms `json:"instanceScheduler,omitempty"`
+
+	// Preemption selects the victim when a replica runs out of KV blocks.
+	// +optional
+	Preemption *PreemptionPolicy `json:"preemption,omitempty"`
+
+	// TenantBudgets maps a tenant ID to its fair share of cluster capacity in [0, 1].
+	// Keys are tenant IDs exactly as they appear in the workload.
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k] >= 0.0 && self[k] <= 1.0)",message="each tenant budget must be in [0, 1]"
+	// +optional
+	TenantBudgets map[string]float64 `json:"tenantBudgets,omitempty"`
+
+	// NodePools are the node pools replicas are placed on, for autoscaling with node
+	// provisioning.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	// +optional
+	NodePools []NodePool `json:"nodePools,omitempty"`
+
+	// Autoscaler is the autoscale policy and the timing of the autoscaling pipeline.
+	// +optional
+	Autoscaler *AutoscalerPolicy `json:"autoscaler,omitempty"`
+
+	// InstanceLifecycle models how long replicas take to load.
+	// +optional
+	InstanceLifecycle *InstanceLifecycle `json:"instanceLifecycle,omitempty"`
+
+	// Lineage records where this bundle came from in an evolutionary search.
+	// +optional
+	Lineage *Lineage `json:"lineage,omitempty"`
+}
+
+// PolicyForms are the non-template ways to express a policy stage, plus the numeric
+// parameters of a template. At most one of decisionTree and cel may be set.
+//
+// +kubebuilder:validation:XValidation:rule="!(has(self.decisionTree) && has(self.cel))",message="set at most one of decisionTree and cel"
+type PolicyForms struct {
+	// Parameters are the numeric parameters of the stage's template, by the template's
+	// parameter names (for example cache_affinity_weight); the names are checked when the
+	// bundle is resolved. This map is what parameter-space optimizers mutate.
+	// +kubebuilder:validation:MaxProperties=32
+	// +optional
+	Parameters map[string]float64 `json:"parameters,omitempty"`
+
+	// DecisionTree expresses the policy as an interpretable decision tree.
+	// +optional
+	DecisionTree *DecisionTree `json:"decisionTree,omitempty"`
+
+	// CEL expresses the policy as a Common Expression Language expression.
+	// +optional
+	CEL *CELPolicy `json:"cel,omitempty"`
+}
+
+// AdmissionPolicy is the admission stage. Set policy (a template, with parameters),
+// decisionTree or cel; with none of them the stage is always-admit.
+//
+// +kubebuilder:validation:XValidation:rule="(has(self.policy) ? 1 : 0) + (has(self.decisionTree) ? 1 : 0) + (has(self.cel) ? 1 : 0) <= 1",message="set at most one of policy, decisionTree and cel"
+// +kubebuilder:validation:XValidation:rule="!has(self.parameters) || has(self.policy)",message="parameters apply to a template and need policy",fieldPath=".parameters"
+type AdmissionPolicy struct {
+	// Policy is the admission template.
+	// +kubebuilder:validation:Enum=always-admit;token-bucket;rate-limit;tenant-quota;reject-all;tier-shed;gaie-legacy
+	// +optional
+	Policy string `json:"policy,omitempty"`
+
+	PolicyForms `json:",inline"`
+
+	// TokenBucketCapacity is the token-bucket size in tokens (default 10000); each request
+	// costs its input tokens.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	TokenBucketCapacity *float64 `json:"tokenBucketCapacity,omitempty"`
+
+	// TokenBucketRefillRate is the token-bucket refill in tokens per simulated second
+	// (default 1000).
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	TokenBucketRefillRate *float64 `json:"tokenBucketRefillRate,omitempty"`
+
+	// TierShedThreshold is the per-instance load above which tier-shed starts shedding
+	// (default 0).
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	TierShedThreshold *int32 `json:"tierShedThreshold,omitempty"`
+
+	// TierShedMinPriority is the lowest SLO-tier priority tier-shed still admits under
+	// overload (default 3, standard).
+	// +optional
+	TierShedMinPriority *int32 `json:"tierShedMinPriority,omitempty"`
+
+	// GaieQdThreshold is the per-instance queue depth at which gaie-legacy starts rejecting
+	// sheddable requests (default 5).
+	// +kubebuilder:validation:ExclusiveMinimum=true
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	GaieQdThreshold *float64 `json:"gaieQdThreshold,omitempty"`
+
+	// GaieKvThreshold is the KV utilisation in (0, 1] at which gaie-legacy starts rejecting
+	// sheddable requests (default 0.8).
+	// +kubebuilder:validation:ExclusiveMinimum=true
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1
+	// +optional
+	GaieKvThreshold *float64 `json:"gaieKvThreshold,omitempty"`
+
+	// SloPriorities overrides the SLO-class-to-priority mapping (defaults: critical 4,
+	// standard 3, batch -1, sheddable -2, background -3; negative is sheddable). Keys are
+	// SLO class names.
+	// +kubebuilder:validation:MaxProperties=16
+	// +optional
+	SloPriorities map[string]int32 `json:"sloPriorities,omitempty"`
+
+	// SloTargets are per-SLO-class TTFT targets in microseconds, used by deadline ordering.
+	// Keys are SLO class names.
+	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k] > 0)",message="SLO targets must be positive"
+	// +optional
+	SloTargets map[string]int64 `json:"sloTargets,omitempty"`
+}
+
+// PriorityPolicy is the priority stage. With no policy, decisionTree or cel it is constant.
+//
+// +kubebuilder:validation:XValidation:rule="(has(self.policy) ? 1 : 0) + (has(self.decisionTree) ? 1 : 0) + (has(self.cel) ? 1 : 0) <= 1",message="set at most one of policy, decisionTree and cel"
+// +kubebuilder:validation:XValidation:rule="!has(self.parameters) || has(self.policy)",message="parameters apply to a template and need policy",fieldPath=".parameters"
+type PriorityPolicy struct {
+	// Policy is the priority template.
+	// +kubebuilder:validation:Enum=constant;slo-based;tenant-priority;deadline-aware;inverted-slo
+	// +optional
+	Policy string `json:"policy,omitempty"`
+
+	PolicyForms `json:",inline"`
+}
+
+// RoutingPolicy is the routing stage. With no policy, decisionTree or cel it is round-robin.
+//
+// +kubebuilder:validation:XValidation:rule="(has(self.policy) ? 1 : 0) + (has(self.decisionTree) ? 1 : 0) + (has(self.cel) ? 1 : 0) <= 1",message="set at most one of policy, decisionTree and cel"
+// +kubebuilder:validation:XValidation:rule="!has(self.parameters) || has(self.policy)",message="parameters apply to a template and need policy",fieldPath=".parameters"
+// +kubebuilder:validation:XValidation:rule="!has(self.scorers) || (has(self.policy) && self.policy in ['weighted', 'weighted-scoring'])",message="scorers apply only to the weighted (weighted-scoring) routing policy",fieldPath=".scorers"
+// +kubebuilder:validation:XValidation:rule="!has(self.picker) || (has(self.policy) && self.policy in ['weighted', 'weighted-scoring'])",message="picker applies only to the weighted (weighted-scoring) routing policy",fieldPath=".picker"
+type RoutingPolicy struct {
+	// Policy is the routing template; weighted (BLIS's name) and weighted-scoring are the same
+	// scorer-weighted policy.
+	// +kubebuilder:validation:Enum=round-robin;least-loaded;weighted;weighted-scoring;prefix-affinity;always-busiest
+	// +optional
+	Policy string `json:"policy,omitempty"`
+
+	PolicyForms `json:",inline"`
+
+	// Scorers are the weighted scorers of the weighted policy: a replica's score is the sum of
+	// weight x score over scorers, each score in [0, 1]. Names are llm-d scorer names or
+	// their BLIS aliases, each at most once.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Scorers []Scorer `json:"scorers,omitempty"`
+
+	// Picker selects among scored replicas (default max-score).
+	// +kubebuilder:validation:Enum=max-score;random;weighted-random
+	// +optional
+	Picker string `json:"picker,omitempty"`
+}
+
+// ScorerName is an llm-d scorer name or a BLIS alias. BLIS aliases: queue-depth
+// (queue-scorer), kv-utilization (kv-cache-utilization-scorer), prefix-affinity
+// (prefix-cache-scorer), precise-prefix-cache (precise-prefix-cache-scorer), no-hit-lru
+// (no-hit-lru-scorer), load-balance (BLIS's 1/(1+load) scorer).
+// +kubebuilder:validation:Enum=queue-scorer;kv-cache-utilization-scorer;prefix-cache-scorer;precise-prefix-cache-scorer;load-aware-scorer;active-request-scorer;running-requests-size-scorer;token-load-scorer;no-hit-lru-scorer;queue-depth;kv-utilization;prefix-affinity;precise-prefix-cache;no-hit-lru;load-balance
+type ScorerName string
+
+// Scorer is one weighted routing scorer.
+type Scorer struct {
+	// Name is the scorer.
+	// +required
+	Name ScorerName `json:"name"`
+
+	// Weight multiplies the scorer's [0, 1] score; only ratios between weights matter.
+	// +kubebuilder:validation:Minimum=0
+	// +required
+	Weight float64 `json:"weight"`
+
+	// Parameters are scorer parameters by llm-d parameter name (for example threshold of
+	// load-aware-scorer).
+	// +kubebuilder:validation:MaxProperties=8
+	// +optional
+	Parameters map[string]float64 `json:"parameters,omitempty"`
+}
+
+// PreemptionPolicy is the preemption stage. With no policy, decisionTree or cel it is fcfs
+// (preempt the most recently scheduled request).
+//
+// +kubebuilder:validation:XValidation:rule="(has(self.policy) ? 1 : 0) + (has(self.decisionTree) ? 1 : 0) + (has(self.cel) ? 1 : 0) <= 1",message="set at most one of policy, decisionTree and cel"
+// +kubebuilder:validation:XValidation:rule="!has(self.parameters) || has(self.policy)",message="parameters apply to a template and need policy",fieldPath=".parameters"
+type PreemptionPolicy struct {
+	// Policy is the preemption template.
+	// +kubebuilder:validation:Enum=fcfs;priority
+	// +optional
+	Policy string `json:"policy,omitempty"`
+
+	PolicyForms `json:",inline"`
+}
+
+// NodePool is a pool of identical nodes replicas are placed on.
+//
+// +kubebuilder:validation:XValidation:rule="self.minNodes <= self.maxNodes",message="minNodes must not exceed maxNodes",fieldPath=".minNodes"
+// +kubebuilder:validation:XValidation:rule="self.initialNodes >= self.minNodes && self.initialNodes <= self.maxNodes",message="initialNodes must be within [minNodes, maxNodes]",fieldPath=".initialNodes"
+type NodePool struct {
+	// Name identifies the pool.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +required
+	Name string `json:"name"`
+
+	// GpuType is the GPU of the pool's nodes (a hardware catalog name).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +required
+	GpuType string `json:"gpuType"`
+
+	// GpusPerNode is the number of GPUs per node.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=64
+	// +required
+	GpusPerNode int32 `json:"gpusPerNode"`
+
+	// GpuMemoryGib is the memory of one GPU in GiB.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	GpuMemoryGib float64 `json:"gpuMemoryGib,omitempty"`
+
+	// InitialNodes is the number of nodes at the start.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	InitialNodes int32 `json:"initialNodes,omitempty"`
+
+	// MinNodes is the fewest nodes.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MinNodes int32 `json:"minNodes,omitempty"`
+
+	// MaxNodes is the most nodes.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=4096
+	// +required
+	MaxNodes int32 `json:"maxNodes"`
+
+	// ProvisioningDelay is the time to add a node, in seconds.
+	// +optional
+	ProvisioningDelay *DelaySpec `json:"provisioningDelay,omitempty"`
+
+	// CostPerHour is the cost of one node for one hour.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	CostPerHour float64 `json:"costPerHour,omitempty"`
+}
+
+// AutoscalerPolicy is the autoscale stage and the timing of the autoscaling pipeline. The
+// autoscaler runs only when intervalUs > 0. With no policy, decisionTree or cel it uses the
+// saturation analyzer configured by analyzer.
+//
+// +kubebuilder:validation:XValidation:rule="(has(self.policy) ? 1 : 0) + (has(self.decisionTree) ? 1 : 0) + (has(self.cel) ? 1 : 0) <= 1",message="set at most one of policy, decisionTree and cel"
+// +kubebuilder:validation:XValidation:rule="!has(self.parameters) || has(self.policy)",message="parameters apply to a template and need policy",fieldPath=".parameters"
+type AutoscalerPolicy struct {
+	// Policy is the autoscale template.
+	// +kubebuilder:validation:Enum=threshold;target-utilization;queue-depth;oscillator
+	// +optional
+	Policy string `json:"policy,omitempty"`
+
+	PolicyForms `json:",inline"`
+
+	// IntervalUs is the period of autoscaling decisions in microseconds; 0 disables the
+	// autoscaler.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	IntervalUs int64 `json:"intervalUs,omitempty"`
+
+	// ScaleUpStabilizationWindowUs is the HPA scale-up stabilisation window in microseconds.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	ScaleUpStabilizationWindowUs int64 `json:"scaleUpStabilizationWindowUs,omitempty"`
+
+	// ScaleDownStabilizationWindowUs is the HPA scale-down stabilisation window in
+	// microseconds (Kubernetes' default is 300000000, five minutes).
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	ScaleDownStabilizationWindowUs int64 `json:"scaleDownStabilizationWindowUs,omitempty"`
+
+	// HpaScrapeDelay is the lag of the metrics the autoscaler reads, in seconds.
+	// +optional
+	HpaScrapeDelay *DelaySpec `json:"hpaScrapeDelay,omitempty"`
+
+	// Analyzer holds the saturation analyzer's thresholds.
+	// +optional
+	Analyzer *AutoscalerAnalyzer `json:"analyzer,omitempty"`
+}
+
+// AutoscalerAnalyzer holds saturation-analyzer thresholds; absent values take the defaults
+// (0.8, 0.8, 0.4, 512).
+type AutoscalerAnalyzer struct {
+	// KvCacheThreshold is the KV utilisation in (0, 1] that counts as saturated.
+	// +kubebuilder:validation:ExclusiveMinimum=true
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1
+	// +optional
+	KvCacheThreshold *float64 `json:"kvCacheThreshold,omitempty"`
+
+	// ScaleUpThreshold is the saturation above which the analyzer scales up.
+	// +kubebuilder:validation:ExclusiveMinimum=true
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	ScaleUpThreshold *float64 `json:"scaleUpThreshold,omitempty"`
+
+	// ScaleDownBoundary is the saturation below which the analyzer scales down.
+	// +kubebuilder:validation:ExclusiveMinimum=true
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	ScaleDownBoundary *float64 `json:"scaleDownBoundary,omitempty"`
+
+	// AvgInputTokens is the assumed mean prompt length for capacity estimates.
+	// +kubebuilder:validation:ExclusiveMinimum=true
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	AvgInputTokens *float64 `json:"avgInputTokens,omitempty"`
+}
+
+// InstanceLifecycle models replica start-up.
+type InstanceLifecycle struct {
+	// LoadingDelay is the time a new replica spends loading, in seconds.
+	// +optional
+	LoadingDelay *DelaySpec `json:"loadingDelay,omitempty"`
+
+	// WarmStartInitialInstances skips loading for the replicas that exist at the start.
+	// +optional
+	WarmStartInitialInstances bool `json:"warmStartInitialInstances,omitempty"`
+}
+
+// Lineage is the evolutionary metadata of a bundle.
+type Lineage struct {
+	// Generation is the evolutionary generation that produced the bundle (0 for a seed).
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Generation int64 `json:"generation,omitempty"`
+
+	// ParentID identifies the bundle this one was mutated from.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	ParentID string `json:"parentID,omitempty"`
+
+	// Mutations describe, most recent last, the changes made to the parent.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=256
+	// +optional
+	Mutations []string `json:"mutations,omitempty"`
+}
+
+// DecisionTree is a binary decision tree stored as a flat list of nodes (CRD schemas cannot
+// recurse). Nodes are numbered; node 0 is the root. An inner node has a condition and the
+// numbers of its trueNode and falseNode, which must be greater than its own, so every tree
+// is acyclic and finite; a leaf has an action.
+//
+// +kubebuilder:validation:XValidation:rule="self.nodes.exists(n, n.id == 0)",message="the root node (id 0) is missing",fieldPath=".nodes"
+// +kubebuilder:validation:XValidation:rule="self.nodes.all(n, !has(n.trueNode) || self.nodes.exists(m, m.id == n.trueNode))",message="trueNode must be the id of a node of this tree",fieldPath=".nodes"
+// +kubebuilder:validation:XValidation:rule="self.nodes.all(n, !has(n.falseNode) || self.nodes.exists(m, m.id == n.falseNode))",message="falseNode must be the id of a node of this tree",fieldPath=".nodes"
+type DecisionTree struct {
+	// Nodes are the tree's nodes.
+	// +listType=map
+	// +listMapKey=id
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=63
+	// +required
+	Nodes []DecisionNode `json:"nodes"`
+}
+
+// DecisionNode is one node of a DecisionTree: a condition with two children, or a leaf
+// action.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.condition) != has(self.action)",message="a node has either a condition (inner node) or an action (leaf)"
+// +kubebuilder:validation:XValidation:rule="has(self.condition) == (has(self.trueNode) && has(self.falseNode))",message="an inner node needs both trueNode and falseNode, and a leaf has neither"
+// +kubebuilder:validation:XValidation:rule="!has(self.trueNode) || self.trueNode > self.id",message="trueNode must be greater than the node's own id (children are numbered after their parent)",fieldPath=".trueNode"
+// +kubebuilder:validation:XValidation:rule="!has(self.falseNode) || self.falseNode > self.id",message="falseNode must be greater than the node's own id (children are numbered after their parent)",fieldPath=".falseNode"
+type DecisionNode struct {
+	// ID numbers the node within the tree; 0 is the root.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=62
+	// +required
+	ID int32 `json:"id"`
+
+	// Comment describes the node for readers; it has no effect.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Comment string `json:"comment,omitempty"`
+
+	// Condition compares an observable with a threshold.
+	// +optional
+	Condition *DecisionCondition `json:"condition,omitempty"`
+
+	// TrueNode is the id of the node visited when the condition holds.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=62
+	// +optional
+	TrueNode *int32 `json:"trueNode,omitempty"`
+
+	// FalseNode is the id of the node visited when the condition does not hold.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=62
+	// +optional
+	FalseNode *int32 `json:"falseNode,omitempty"`
+
+	// Action is the decision of a leaf.
+	// +optional
+	Action *DecisionAction `json:"action,omitempty"`
+}
+
+// DecisionCondition is `observable operator threshold`.
+type DecisionCondition struct {
+	// Observable is a signal the stage may read (see the PolicyBundle documentation for the
+	// list per stage), for example request.inputTokens or instance.kvUtilization. Whether
+	// the stage may read it is checked when the bundle is resolved.
+	// +kubebuilder:validation:Enum=request.inputTokens;request.sloPriority;request.priorityScore;request.prefixLength;request.waitTimeUs;tenant.requestCount;tenant.activeRequests;tenant.recentRate;tenant.budgetUsage;global.inFlightRequests;global.requestRate;instance.queueDepth;instance.batchSize;instance.kvUtilization;instance.freeKVBlocks;instance.inFlightRequests;instance.cacheHitRate;instance.prefixMatchRatio;instance.recentTTFT;instance.recentTPOT;instance.estimatedWaitTime;scheduler.waitQueueLength;scheduler.runningBatchSize;scheduler.kvUtilization;deployment.currentReplicas;deployment.avgQueueDepth;deployment.avgUtilization;deployment.requestRate;deployment.sloAttainment;deployment.timeSinceLastScaleUs
+	// +required
+	Observable string `json:"observable"`
+
+	// Operator compares the observable (left) with the threshold (right).
+	// +kubebuilder:validation:Enum="<";"<=";">";">=";"==";"!="
+	// +required
+	Operator string `json:"operator"`
+
+	// Threshold is the right-hand side of the comparison.
+	// +required
+	Threshold float64 `json:"threshold"`
+}
+
+// DecisionAction is the outcome of a decision-tree leaf. Its meaning depends on the stage:
+// admission admit, reject or delay (value = delay in microseconds); priority score (value =
+// the score); routing a routing template to apply (for example least-loaded or
+// prefix-affinity); scheduler and preemption a template name; autoscale none, up or down
+// (value = replicas to add or remove).
+type DecisionAction struct {
+	// Decision is the outcome named as described above.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z][-a-z]*$`
+	// +required
+	Decision string `json:"decision"`
+
+	// Value is the decision's number where it has one.
+	// +optional
+	Value *float64 `json:"value,omitempty"`
+}
+
+// CELPolicy is a policy written as a CEL expression. It is evaluated in a sandbox with a
+// cost limit and no I/O, so results are deterministic; the variables available per stage are
+// the observables of the PolicyBundle documentation.
+type CELPolicy struct {
+	// Expression is the CEL source. Its result type depends on the stage: bool (admit) for
+	// admission, double for priority, an instance index or per-instance score list for
+	// routing, double sort key for the scheduler, int replica delta for autoscale.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	// +required
+	Expression string `json:"expression"`
+}
+
+// PolicyBundleStatus is the observed state of a PolicyBundle.
+type PolicyBundleStatus struct {
+	// Conditions: Ready is True when the bundle (or its referenced BLIS file) resolves and
+	// every template, parameter, observable and expression is valid.
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// ContentHash is the SHA-256 of the resolved bundle, hex encoded.
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	ContentHash string `json:"contentHash,omitempty"`
+}
+
+// PolicyBundle is a complete set of serving policies (admission, priority, routing,
+// scheduling, preemption, autoscaling) for a simulated cluster.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=pbundle;pb,categories=blis
+// +kubebuilder:printcolumn:name="Admission",type=string,JSONPath=`.spec.admission.policy`
+// +kubebuilder:printcolumn:name="Routing",type=string,JSONPath=`.spec.routing.policy`
+// +kubebuilder:printcolumn:name="Scheduler",type=string,JSONPath=`.spec.scheduler`
+// +kubebuilder:printcolumn:name="Lineage-Gen",type=integer,JSONPath=`.spec.lineage.generation`,priority=1
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type PolicyBundle struct {
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the set of policies.
+	// +required
+	Spec PolicyBundleSpec `json:"spec"`
+
+	// status is the observed state.
+	// +optional
+	Status PolicyBundleStatus `json:"status,omitempty"`
+}
+
+// PolicyBundleList is a list of PolicyBundle.
+//
+// +kubebuilder:object:root=true
+type PolicyBundleList struct {
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// items are the PolicyBundles.
+	Items []PolicyBundle `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&PolicyBundle{}, &PolicyBundleList{})
+}
