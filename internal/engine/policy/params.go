@@ -121,6 +121,9 @@ func (r *paramReader) floatMap(name string, def map[string]float64) map[string]f
 		return def
 	}
 	m, ok := v.(map[string]any)
+	if pm, isParams := v.(Params); isParams {
+		m, ok = pm, true // nested maps decode with the enclosing map's type
+	}
 	if !ok {
 		r.fail(name, "want a map of names to numbers, got %T", v)
 		return def
