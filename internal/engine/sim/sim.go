@@ -58,6 +58,8 @@ type simulation struct {
 	invariants bool
 	// eagerKV makes decode tokens allocate KV one by one (the reference stepper of the tests).
 	eagerKV bool
+	// observe, when set (tests), is called after every processed event.
+	observe func(ev *event)
 }
 
 // Run simulates the workload src on the cluster cfg and returns the result. The configuration is
@@ -169,6 +171,9 @@ func (s *simulation) run() error {
 		}
 		if s.invariants && s.err == nil {
 			s.err = s.checkInvariants()
+		}
+		if s.observe != nil {
+			s.observe(&ev)
 		}
 	}
 	if s.err != nil {
