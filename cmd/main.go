@@ -176,6 +176,11 @@ func (o *options) tlsOptions() []func(*tls.Config) {
 	return []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
 }
 
+// The secure metrics filter authenticates each caller with a TokenReview and authorizes it with
+// a SubjectAccessReview:
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
 // managerOptions builds the controller-runtime manager options. With secure metrics, callers are
 // authenticated and authorized by the API server (TokenReview and SubjectAccessReview), which is
 // why the manager's role may create both; watcher is set when certificates come from files.
