@@ -282,10 +282,10 @@ func TestContractUnservableDrops(t *testing.T) {
 	ic2.TotalKVBlocks = 10
 	cfg := &Config{Instances: []InstanceConfig{ic, ic2}, Options: Options{RequestRecords: true, CheckInvariants: true}}
 	reqs := []workload.Request{
-		{ID: 0, InputLen: 1000, OutputLen: 1}, // -> instance 0: input >= max-model-len
-		{ID: 1, InputLen: 161, OutputLen: 1},  // -> instance 1: 11 blocks > 10
+		{ID: 0, InputLen: 1000, OutputLen: 1},  // -> instance 0: input >= max-model-len
+		{ID: 1, InputLen: 161, OutputLen: 1},   // -> instance 1: 11 blocks > 10
 		{ID: 2, InputLen: 900, OutputLen: 101}, // -> instance 0: 1001 > max-model-len
-		{ID: 3, InputLen: 150, OutputLen: 5},  // -> instance 1: fits in 10 blocks with its output
+		{ID: 3, InputLen: 150, OutputLen: 5},   // -> instance 1: fits in 10 blocks with its output
 	}
 	res := simulate(t, cfg, reqs, nil).res
 	want := []string{DropInputTooLong, DropExceedsKVCache, DropTotalTooLong, ""}

@@ -90,7 +90,7 @@ func TestHeapDeterministicUnderShuffle(t *testing.T) {
 	var h2 eventHeap
 	for _, p := range perm {
 		e := want[p]
-		h2.seq = e.key & (1<<56 - 1) - 1 // give each event its original ID
+		h2.seq = e.key&(1<<56-1) - 1 // give each event its original ID
 		h2.push(e.time, e.kind(), e.inst, e.req)
 	}
 	if got2 := drain(&h2); !slices.Equal(got2, want) {
