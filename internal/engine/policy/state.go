@@ -114,8 +114,8 @@ type RouterState struct {
 // NewRouterState returns the state of a router over n instances. tenantNames names the tenant
 // indices (index 0 is the default tenant); it may be nil.
 func NewRouterState(n int, tenantNames []string, window int64) *RouterState {
-	if window <= 0 {
-		window = DefaultRateWindow
+	if window < rateBuckets {
+		window = DefaultRateWindow // a bucket must be at least 1 µs wide
 	}
 	s := &RouterState{
 		Loads:       make([]InstanceLoad, n),
