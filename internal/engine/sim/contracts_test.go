@@ -20,7 +20,7 @@ func simulate(t *testing.T, cfg *Config, reqs []workload.Request, observe func(*
 	}
 	s := newSimulation(cfg, &sliceSource{reqs: reqs})
 	if observe != nil {
-		s.observe = func(ev *event) { observe(s, ev) }
+		s.observe = func(ev event) { observe(s, &ev) }
 	}
 	if err := s.run(); err != nil {
 		t.Fatal(err)

@@ -59,7 +59,7 @@ type simulation struct {
 	// eagerKV makes decode tokens allocate KV one by one (the reference stepper of the tests).
 	eagerKV bool
 	// observe, when set (tests), is called after every processed event.
-	observe func(ev *event)
+	observe func(ev event)
 }
 
 // Run simulates the workload src on the cluster cfg and returns the result. The configuration is
@@ -173,7 +173,7 @@ func (s *simulation) run() error {
 			s.err = s.checkInvariants()
 		}
 		if s.observe != nil {
-			s.observe(&ev)
+			s.observe(ev)
 		}
 	}
 	if s.err != nil {
