@@ -22,26 +22,58 @@ const maxCELString = 256
 
 // celActivation resolves the observables of one evaluation straight from the evaluation
 // environment: no map is built per evaluation, and only the names the expression references
-// are computed.
-type celActivation struct{ env *evalEnv }
+// are computed. Resolved values are cached: decision-wide signals (request, tenant, global)
+// once per decision, instance signals once per instance, so repeated references and the
+// per-instance loop of a routing expression do not box the same value again.
+type celActivation struct {
+	env     *evalEnv
+	decGen  uint64 // generation of the current decision
+	instGen uint64 // generation of the current (decision, instance)
+	stamp   []uint64
+	cache   []ref.Val
+}
+
+// nextDecision invalidates every cached value.
+func (a *celActivation) nextDecision() {
+	a.decGen = a.instGen + 1
+	a.instGen = a.decGen
+}
+
+// nextInstance invalidates the cached instance signals.
+func (a *celActivation) nextInstance() { a.instGen++ }
 
 func (a *celActivation) ResolveName(name string) (any, bool) {
 	i, ok := observableIndex[name]
 	if !ok {
 		return nil, false
 	}
+	if a.stamp == nil {
+		a.stamp = make([]uint64, len(observables))
+		a.cache = make([]ref.Val, len(observables))
+	}
 	o := &observables[i]
+	want := a.decGen
+	if o.scope == scopeRouting {
+		want = a.instGen
+	}
+	if a.stamp[i] == want && a.cache[i] != nil {
+		return a.cache[i], true
+	}
+	var v ref.Val
 	switch o.typ {
 	case obsInt:
-		return types.Int(int64(o.num(a.env))), true
+		v = types.Int(int64(o.num(a.env)))
 	case obsDouble:
-		return types.Double(o.num(a.env)), true
+		v = types.Double(o.num(a.env))
 	case obsString:
-		return types.String(o.str(a.env)), true
+		v = types.String(o.str(a.env))
 	case obsUint:
-		return types.Uint(o.u64(a.env)), true
+		v = types.Uint(o.u64(a.env))
+	default:
+		return nil, false
 	}
-	return nil, false
+	a.stamp[i], a.cache[i] = want, v
+	return v, true
 }
 
 func (a *celActivation) Parent() interpreter.Activation { return nil }
@@ -178,6 +210,7 @@ type celAdmission struct {
 func (a *celAdmission) Decide(r *RequestView, st *RouterState, snaps []InstanceSnapshot, now int64) AdmissionDecision {
 	a.env = evalEnv{req: r, st: st, snaps: snaps, now: now, inst: -1}
 	a.env.agg.compute(snaps)
+	a.p.act.nextDecision()
 	v, err := a.p.eval(&a.env)
 	if err != nil {
 		*a.errors++
@@ -215,6 +248,7 @@ type celPriority struct {
 func (c *celPriority) Compute(r *RequestView, st *RouterState, snaps []InstanceSnapshot, now int64) PriorityDecision {
 	c.env = evalEnv{req: r, st: st, snaps: snaps, now: now, inst: -1}
 	c.env.agg.compute(snaps)
+	c.p.act.nextDecision()
 	v, ok := c.p.number(&c.env)
 	if !ok {
 		*c.errors++
@@ -234,8 +268,10 @@ type celScorer struct {
 func (c *celScorer) score(sc *scoreCtx, out []float64) {
 	c.env = evalEnv{req: sc.req, st: sc.st, snaps: sc.snaps, now: sc.now}
 	c.env.agg.compute(sc.snaps)
+	c.p.act.nextDecision()
 	for i := range sc.snaps {
 		c.env.inst = i
+		c.p.act.nextInstance()
 		v, ok := c.p.number(&c.env)
 		if !ok {
 			*c.errors++
