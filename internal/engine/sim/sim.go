@@ -323,6 +323,13 @@ func (s *simulation) onQueued(slot int32) {
 		s.finishRequest(in, slot, OutcomeTimedOut, s.now, "")
 		return
 	}
+	if need := int(r.input / c.BlockSize); cap(r.hashes) < need {
+		// Size the slot's buffers once for this request, instead of growing them block by block.
+		r.hashes = make([]uint64, 0, need)
+	}
+	if need := int((int64(r.input)+int64(r.output))/int64(c.BlockSize)) + 1; cap(r.kv.Blocks) < need {
+		r.kv.Blocks = make([]int32, 0, need)
+	}
 	if !c.DisablePrefixCaching {
 		r.hashes = kvcache.PromptBlockHashes(r.hashes, r.segs, r.input, c.BlockSize, uniqueKey(r.id))
 	}
