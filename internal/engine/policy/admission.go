@@ -255,8 +255,8 @@ func buildAdmissionTemplate(name string, r *paramReader, c *buildCtx) (Admission
 		if p.cap <= 0 {
 			return nil, fmt.Errorf("parameter \"capacity\": must be > 0, got %v", p.cap)
 		}
-		for k, v := range p.names {
-			if v < 0 || v > 1 {
+		for _, k := range sortedKeys(p.names) {
+			if v := p.names[k]; v < 0 || v > 1 {
 				return nil, fmt.Errorf("parameter \"quotas\": tenant %q: must be in [0, 1], got %v", k, v)
 			}
 		}

@@ -198,8 +198,8 @@ func finiteNonNeg(name string, v float64) error {
 }
 
 func (b *Bundle) validateInfra() error {
-	for k, v := range b.TenantBudgets {
-		if math.IsNaN(v) || v < 0 || v > 1 {
+	for _, k := range sortedKeys(b.TenantBudgets) {
+		if v := b.TenantBudgets[k]; math.IsNaN(v) || v < 0 || v > 1 {
 			return fmt.Errorf("tenant_budgets[%q] must be in [0, 1], got %v", k, v)
 		}
 	}

@@ -129,7 +129,8 @@ func (r *paramReader) floatMap(name string, def map[string]float64) map[string]f
 		return def
 	}
 	out := make(map[string]float64, len(m))
-	for k, x := range m {
+	for _, k := range sortedKeys(m) {
+		x := m[k]
 		f, ok := toFloat(x)
 		if !ok || math.IsNaN(f) || math.IsInf(f, 0) {
 			r.fail(name, "entry %q: want a finite number, got %T %v", k, x, x)
@@ -145,12 +146,7 @@ func (r *paramReader) done() error {
 	if r.err != nil {
 		return r.err
 	}
-	names := make([]string, 0, len(r.m))
-	for k := range r.m {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
+	for _, k := range sortedKeys(r.m) {
 		found := false
 		for _, kn := range r.known {
 			if kn == k {
@@ -168,4 +164,15 @@ func (r *paramReader) done() error {
 		}
 	}
 	return nil
+}
+
+// sortedKeys returns the keys of m in ascending order, so that validation reports the same
+// first error on every run.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

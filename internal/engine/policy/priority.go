@@ -106,7 +106,8 @@ func buildPriorityTemplate(name string, r *paramReader, c *buildCtx) (PriorityPo
 		for k, v := range c.sloTargets {
 			p.names[k] = v
 		}
-		for k, v := range targets {
+		for _, k := range sortedKeys(targets) {
+			v := targets[k]
 			if v <= 0 {
 				return nil, fmt.Errorf("parameter \"targets_us\": class %q: must be > 0, got %v", k, v)
 			}
