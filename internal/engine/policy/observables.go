@@ -100,7 +100,7 @@ var observables = []observable{
 	{name: "request.prefixHash", typ: obsUint, scope: scopeRouter, doc: "hash of the first prompt block (0 if none)",
 		num: func(e *evalEnv) float64 { return float64(firstHash(e.req)) },
 		u64: func(e *evalEnv) uint64 { return firstHash(e.req) }},
-	{name: "request.prefixBlocks", typ: obsInt, scope: scopeRouter, doc: "number of full prompt blocks hashed by the router",
+	{name: "request.prefixBlocks", typ: obsInt, scope: scopeRouter, doc: "number of full prompt blocks hashed for the router",
 		num: func(e *evalEnv) float64 { return float64(len(e.req.PrefixHashes)) }},
 	{name: "request.attempt", typ: obsInt, scope: scopeRouter, doc: "admission DELAYs so far",
 		num: func(e *evalEnv) float64 { return float64(e.req.Attempt) }},
@@ -166,7 +166,7 @@ var observables = []observable{
 		num: func(e *evalEnv) float64 { return float64(e.st.Loads[e.inst].InFlightTokens) }},
 	{name: "instance.prefixMatchBlocks", typ: obsInt, scope: scopeRouting, doc: "prompt blocks the router's prefix index credits to the instance",
 		num: func(e *evalEnv) float64 { return float64(e.prefixMatch()) }},
-	{name: "instance.prefixMatch", typ: obsDouble, scope: scopeRouting, doc: "prefixMatchBlocks / request.prefixBlocks (0 when no blocks)",
+	{name: "instance.prefixMatch", typ: obsDouble, scope: scopeRouting, doc: "prefixMatchBlocks / blocks looked up (the prefix-cache-scorer value with matchLengthWeight 0)",
 		num: func(e *evalEnv) float64 {
 			if e.st.PrefixTotal == 0 {
 				return 0
