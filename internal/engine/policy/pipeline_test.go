@@ -410,3 +410,24 @@ func TestBadInputFailsBeforeTheRunWithPolicyFieldAndPosition(t *testing.T) {
 		}
 	}
 }
+
+func TestCandidatesAreTheTopThreeByScoreThenIndex(t *testing.T) {
+	p := build(t, "routing: {policy: weighted, scorers: [{name: kv-utilization, weight: 1}], params: {tie_break: lowest}}", 6)
+	snaps := idle(6)
+	for i, kv := range []float64{0.5, 0.1, 0.9, 0.1, 0.5, 0.0} {
+		snaps[i].KVUtilization = kv
+	}
+	d := p.Route(req(1, 0, 0, 10), snaps, 0)
+	want := []int32{5, 1, 3}
+	if len(d.Candidates) != 3 {
+		t.Fatalf("candidates %+v", d.Candidates)
+	}
+	for i, c := range d.Candidates {
+		if c.Instance != want[i] || c.Score != 1-snaps[c.Instance].KVUtilization || c.Breakdown[0] != c.Score {
+			t.Fatalf("candidate %d: %+v, want instance %d", i, c, want[i])
+		}
+	}
+	if d.Target != 5 {
+		t.Fatalf("target %d", d.Target)
+	}
+}
