@@ -31,6 +31,24 @@ type celActivation struct {
 	instGen uint64 // generation of the current (decision, instance)
 	stamp   []uint64
 	cache   []ref.Val
+	seen    []string // names this program resolved, with their observable index
+	seenIdx []int
+}
+
+// lookup finds an observable by name. A program references few names and passes the same
+// strings every time, so a short linear scan beats hashing the name.
+func (a *celActivation) lookup(name string) (int, bool) {
+	for k, s := range a.seen {
+		if s == name {
+			return a.seenIdx[k], true
+		}
+	}
+	i, ok := observableIndex[name]
+	if ok {
+		a.seen = append(a.seen, name)
+		a.seenIdx = append(a.seenIdx, i)
+	}
+	return i, ok
 }
 
 // nextDecision invalidates every cached value.
@@ -43,7 +61,7 @@ func (a *celActivation) nextDecision() {
 func (a *celActivation) nextInstance() { a.instGen++ }
 
 func (a *celActivation) ResolveName(name string) (any, bool) {
-	i, ok := observableIndex[name]
+	i, ok := a.lookup(name)
 	if !ok {
 		return nil, false
 	}
