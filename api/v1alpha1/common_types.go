@@ -19,6 +19,7 @@ package v1alpha1
 import (
 	"math"
 	"strconv"
+	"unicode/utf8"
 )
 
 // LocalObjectReference names an object of a known kind in the same namespace.
@@ -80,4 +81,21 @@ func RoundMetric(v float64) float64 {
 		return v
 	}
 	return r
+}
+
+// MaxConditionMessageLength is the longest condition message the operator writes; longer
+// messages are cut by TruncateMessage so that status stays small whatever an error says.
+const MaxConditionMessageLength = 512
+
+// TruncateMessage cuts msg to at most MaxConditionMessageLength bytes on a UTF-8 boundary,
+// marking the cut with "...".
+func TruncateMessage(msg string) string {
+	if len(msg) <= MaxConditionMessageLength {
+		return msg
+	}
+	cut := MaxConditionMessageLength - len("...")
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + "..."
 }

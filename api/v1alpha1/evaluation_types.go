@@ -243,7 +243,7 @@ const (
 // Bounds of Evaluation status (they keep the object far below the etcd object limit).
 const (
 	// MaxTraceSummaryLength is the maximum length of status.traceSummary in bytes.
-	MaxTraceSummaryLength = 16384
+	MaxTraceSummaryLength = 12288
 	// MaxClassMetrics is the maximum number of per-class metric rows.
 	MaxClassMetrics = 16
 	// MaxFitnessValues is the maximum number of fitness values.
@@ -332,7 +332,7 @@ type EvaluationStatus struct {
 
 	// TraceSummary is the bounded text summary of the trace for humans and LLM-driven
 	// optimizers.
-	// +kubebuilder:validation:MaxLength=16384
+	// +kubebuilder:validation:MaxLength=12288
 	// +optional
 	TraceSummary string `json:"traceSummary,omitempty"`
 
@@ -463,9 +463,9 @@ type EvaluationMetrics struct {
 
 // ClassMetrics are the headline metrics of one SLO class or tenant.
 type ClassMetrics struct {
-	// Name is the class (or tenant:<id>).
+	// Name is the SLO class, or tenant:<id> for a tenant row.
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=135
+	// +kubebuilder:validation:MaxLength=63
 	// +required
 	Name string `json:"name"`
 	// CompletedRequests of the class.
@@ -577,7 +577,7 @@ type ResultReference struct {
 	// +optional
 	Key string `json:"key,omitempty"`
 	// URI of a result stored outside the API server (a volume path or object-store URL).
-	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	URI string `json:"uri,omitempty"`
 	// Digest is the SHA-256 (hex) of the result document.
