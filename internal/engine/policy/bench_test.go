@@ -78,6 +78,12 @@ func BenchmarkRouteWeighted3(b *testing.B) { benchRoute(b, weighted3) }
 // BenchmarkRouteCEL3 is the same profile written as one CEL expression per instance.
 func BenchmarkRouteCEL3(b *testing.B) { benchRoute(b, cel3) }
 
+// BenchmarkRouteCELScores is the same profile over the score.* signals (scorer columns are
+// computed natively once per decision).
+func BenchmarkRouteCELScores(b *testing.B) {
+	benchRoute(b, "routing: {cel: '2.0 * score.queue + 2.0 * score.kvCacheUtilization + 3.0 * score.prefixCache'}")
+}
+
 // BenchmarkRouteTree scores instances with a three-level decision tree.
 func BenchmarkRouteTree(b *testing.B) {
 	benchRoute(b, `routing:

@@ -72,7 +72,7 @@ func (a *celActivation) ResolveName(name string) (any, bool) {
 	o := &observables[i]
 	want := a.decGen
 	if o.scope == scopeRouting {
-		want = a.instGen
+		want = a.instGen // instance signals, and score.* which differ per instance too
 	}
 	if a.stamp[i] == want && a.cache[i] != nil {
 		return a.cache[i], true
@@ -281,10 +281,12 @@ type celScorer struct {
 	p      *celProgram
 	env    evalEnv
 	errors *int64
+	cache  *scoreCache
 }
 
 func (c *celScorer) score(sc *scoreCtx, out []float64) {
-	c.env = evalEnv{req: sc.req, st: sc.st, snaps: sc.snaps, now: sc.now}
+	c.cache.begin(sc)
+	c.env = evalEnv{req: sc.req, st: sc.st, snaps: sc.snaps, now: sc.now, scores: c.cache}
 	c.env.agg.compute(sc.snaps)
 	c.p.act.nextDecision()
 	for i := range sc.snaps {

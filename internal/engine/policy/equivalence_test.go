@@ -26,6 +26,9 @@ func TestCELRoutingMatchesWeightedTemplate(t *testing.T) {
 			"routing: {cel: '2.0 * (1.0 - instance.kvUtilization) + 1.0 * " + queue + "'}"},
 		{"routing: {policy: prefix-affinity}",
 			"routing: {cel: '5.0 * instance.prefixMatch + 1.0 * " + queue + "'}"},
+		{weighted3, "routing: {cel: '2.0 * score.queue + 2.0 * score.kvCacheUtilization + 3.0 * score.prefixCache'}"},
+		{"routing: {policy: weighted, scorers: [{name: token-load-scorer, weight: 1.5}, {name: load-aware-scorer, weight: 1}, {name: active-request-scorer, weight: 0.5}, {name: running-requests-size-scorer, weight: 1}, {name: load-balance, weight: 2}]}",
+			"routing: {cel: '1.5 * score.tokenLoad + 1.0 * score.loadAware + 0.5 * score.activeRequest + 1.0 * score.runningRequests + 2.0 * score.loadBalance'}"},
 	}
 	for _, pc := range pairs {
 		tp, cp := build(t, pc.template, 4), build(t, pc.cel, 4)
@@ -35,6 +38,10 @@ func TestCELRoutingMatchesWeightedTemplate(t *testing.T) {
 			h := uint64(src.IntN(3) + 1)
 			a := tp.Route(req(uint64(i), 0, 0, 512, h, h*10, h*100), snaps, int64(i))
 			b := cp.Route(req(uint64(i), 0, 0, 512, h, h*10, h*100), snaps, int64(i))
+			if i%3 == 0 { // finish some requests so the router-tracked loads go up and down
+				tp.Finished(&a.Ticket, int64(i))
+				cp.Finished(&b.Ticket, int64(i))
+			}
 			if a.Target != b.Target {
 				t.Fatalf("%s: decision %d: template %d, cel %d", pc.cel, i, a.Target, b.Target)
 			}

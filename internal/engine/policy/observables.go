@@ -68,12 +68,70 @@ func (a *aggregates) compute(snaps []InstanceSnapshot) {
 
 // evalEnv is the input of one CEL or decision-tree evaluation.
 type evalEnv struct {
-	req   *RequestView
-	st    *RouterState
-	snaps []InstanceSnapshot
-	now   int64
-	inst  int // instance being scored (routing), else -1
-	agg   aggregates
+	req    *RequestView
+	st     *RouterState
+	snaps  []InstanceSnapshot
+	now    int64
+	inst   int // instance being scored (routing), else -1
+	agg    aggregates
+	scores *scoreCache // llm-d scorer values (routing only)
+}
+
+// Scorers exposed to CEL and trees as score.* observables, with llm-d's default parameters.
+const (
+	scoreQueue = iota
+	scoreKV
+	scorePrefix
+	scoreLoadAware
+	scoreActive
+	scoreTokenLoad
+	scoreRunning
+	scoreLoadBalance
+	numScoreObs
+)
+
+// scoreCache computes an llm-d scorer's column for all instances the first time an expression
+// reads it in a decision, and serves the per-instance values from it afterwards.
+type scoreCache struct {
+	gen      uint64
+	computed [numScoreObs]uint64
+	cols     [numScoreObs][]float64
+	scorers  [numScoreObs]scorer
+	ctx      scoreCtx
+}
+
+func newScoreCache(n int) *scoreCache {
+	c := &scoreCache{scorers: [numScoreObs]scorer{
+		queueScorer{}, kvScorer{}, prefixScorer{scale: DefaultMatchLengthScaleTokens},
+		loadAwareScorer{threshold: DefaultLoadAwareThreshold}, activeScorer{maxBusy: 1},
+		tokenLoadScorer{threshold: DefaultQueueThresholdTokens}, runningScorer{}, loadBalanceScorer{},
+	}}
+	for i := range c.cols {
+		c.cols[i] = make([]float64, n)
+	}
+	return c
+}
+
+// begin starts a new decision.
+func (c *scoreCache) begin(sc *scoreCtx) {
+	c.gen++
+	blockSize := c.ctx.blockSize
+	c.ctx = *sc
+	if c.ctx.blockSize == 0 {
+		c.ctx.blockSize = blockSize
+	}
+}
+
+func (e *evalEnv) score(k int) float64 {
+	c := e.scores
+	if c == nil || e.inst < 0 {
+		return 0
+	}
+	if c.computed[k] != c.gen {
+		c.scorers[k].score(&c.ctx, c.cols[k][:len(e.snaps)])
+		c.computed[k] = c.gen
+	}
+	return c.cols[k][e.inst]
 }
 
 func (e *evalEnv) snap() *InstanceSnapshot { return &e.snaps[e.inst] }
@@ -166,6 +224,22 @@ var observables = []observable{
 		num: func(e *evalEnv) float64 { return float64(e.st.Loads[e.inst].InFlightTokens) }},
 	{name: "instance.prefixMatchBlocks", typ: obsInt, scope: scopeRouting, doc: "prompt blocks the router's prefix index credits to the instance",
 		num: func(e *evalEnv) float64 { return float64(e.prefixMatch()) }},
+	{name: "score.queue", typ: obsDouble, scope: scopeRouting, doc: "llm-d queue-scorer value",
+		num: func(e *evalEnv) float64 { return e.score(scoreQueue) }},
+	{name: "score.kvCacheUtilization", typ: obsDouble, scope: scopeRouting, doc: "llm-d kv-cache-utilization-scorer value",
+		num: func(e *evalEnv) float64 { return e.score(scoreKV) }},
+	{name: "score.prefixCache", typ: obsDouble, scope: scopeRouting, doc: "llm-d prefix-cache-scorer value (approximate producer, matchLengthWeight 0)",
+		num: func(e *evalEnv) float64 { return e.score(scorePrefix) }},
+	{name: "score.loadAware", typ: obsDouble, scope: scopeRouting, doc: "llm-d load-aware-scorer value (threshold 128)",
+		num: func(e *evalEnv) float64 { return e.score(scoreLoadAware) }},
+	{name: "score.activeRequest", typ: obsDouble, scope: scopeRouting, doc: "llm-d active-request-scorer value (defaults)",
+		num: func(e *evalEnv) float64 { return e.score(scoreActive) }},
+	{name: "score.tokenLoad", typ: obsDouble, scope: scopeRouting, doc: "llm-d token-load-scorer value (default threshold)",
+		num: func(e *evalEnv) float64 { return e.score(scoreTokenLoad) }},
+	{name: "score.runningRequests", typ: obsDouble, scope: scopeRouting, doc: "llm-d running-requests-size-scorer value",
+		num: func(e *evalEnv) float64 { return e.score(scoreRunning) }},
+	{name: "score.loadBalance", typ: obsDouble, scope: scopeRouting, doc: "BLIS load-balance scorer value",
+		num: func(e *evalEnv) float64 { return e.score(scoreLoadBalance) }},
 	{name: "instance.prefixMatch", typ: obsDouble, scope: scopeRouting, doc: "prefixMatchBlocks / blocks looked up (the prefix-cache-scorer value with matchLengthWeight 0)",
 		num: func(e *evalEnv) float64 {
 			if e.st.PrefixTotal == 0 {

@@ -156,6 +156,13 @@ func Build(b *Bundle, env BuildEnv) (*Pipeline, error) {
 	return p, nil
 }
 
+// needsPrefixIndex reports whether an expression or observable name reads the router's prefix
+// index (directly, or through the prefix-cache or token-load scorer values).
+func needsPrefixIndex(text string) bool {
+	return strings.Contains(text, "instance.prefix") || strings.Contains(text, "score.prefixCache") ||
+		strings.Contains(text, "score.tokenLoad")
+}
+
 // noPrecise stands in for the simulator's cache view while a bundle is only validated.
 type noPrecise struct{}
 
@@ -338,15 +345,15 @@ func buildRouting(s *RoutingSpec, c *buildCtx) (RoutingPolicy, string, error) {
 	case PolicyCEL:
 		var prog *celProgram
 		if prog, err = buildCELProgram(KindRouting, s.CEL, r); err == nil {
-			sr := newScoringRouter(c.instances, []string{"cel"}, []scorer{&celScorer{p: prog, errors: c.celErrors}}, []float64{1}, c.rng, "cel")
-			sr.prefix = strings.Contains(s.CEL, "instance.prefix")
+			sr := newScoringRouter(c.instances, []string{"cel"}, []scorer{&celScorer{p: prog, errors: c.celErrors, cache: newScoreCache(c.instances)}}, []float64{1}, c.rng, "cel")
+			sr.prefix = needsPrefixIndex(s.CEL)
 			sr.configurePicker(r)
 			pol = sr
 		}
 	case PolicyTree:
 		var t *compiledTree
 		if t, err = compileTree(KindRouting, s.Tree); err == nil {
-			sr := newScoringRouter(c.instances, []string{"decision-tree"}, []scorer{&treeScorer{t: t}}, []float64{1}, c.rng, "decision-tree")
+			sr := newScoringRouter(c.instances, []string{"decision-tree"}, []scorer{&treeScorer{t: t, cache: newScoreCache(c.instances)}}, []float64{1}, c.rng, "decision-tree")
 			sr.prefix = t.usesPrefix()
 			sr.configurePicker(r)
 			pol = sr

@@ -228,12 +228,14 @@ func (p *treePriority) Compute(r *RequestView, st *RouterState, snaps []Instance
 }
 
 type treeScorer struct {
-	t   *compiledTree
-	env evalEnv
+	t     *compiledTree
+	env   evalEnv
+	cache *scoreCache
 }
 
 func (s *treeScorer) score(sc *scoreCtx, out []float64) {
-	s.env = evalEnv{req: sc.req, st: sc.st, snaps: sc.snaps, now: sc.now}
+	s.cache.begin(sc)
+	s.env = evalEnv{req: sc.req, st: sc.st, snaps: sc.snaps, now: sc.now, scores: s.cache}
 	s.env.agg.compute(sc.snaps)
 	for i := range sc.snaps {
 		s.env.inst = i
@@ -244,7 +246,7 @@ func (s *treeScorer) score(sc *scoreCtx, out []float64) {
 // usesPrefix reports whether a tree reads the router's prefix index.
 func (t *compiledTree) usesPrefix() bool {
 	for _, n := range t.nodes {
-		if n.obs >= 0 && strings.HasPrefix(observables[n.obs].name, "instance.prefix") {
+		if n.obs >= 0 && needsPrefixIndex(observables[n.obs].name) {
 			return true
 		}
 	}
