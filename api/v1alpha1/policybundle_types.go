@@ -106,9 +106,16 @@ type PolicyForms struct {
 	// +optional
 	DecisionTree *DecisionTree `json:"decisionTree,omitempty"`
 
-	// CEL expresses the policy as a Common Expression Language expression.
+	// CEL expresses the policy as a Common Expression Language expression over the stage's
+	// observables (for example request.inputTokens, instance.kvUtilization). It runs in a
+	// sandbox with a cost limit and no I/O, so its results are deterministic. The result type
+	// depends on the stage: bool (admit) for admission, double for priority, the instance's
+	// double score for routing (evaluated once per instance). The expression is compiled and
+	// type-checked when the bundle is resolved.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
 	// +optional
-	CEL *CELPolicy `json:"cel,omitempty"`
+	CEL string `json:"cel,omitempty"`
 }
 
 // AdmissionPolicy is the admission stage. Set policy (a template, with parameters),
@@ -471,54 +478,60 @@ type DecisionNode struct {
 	Action *DecisionAction `json:"action,omitempty"`
 }
 
-// DecisionCondition is `observable operator threshold`.
+// DecisionCondition compares an observable with a constant: `observable operator threshold`
+// for numeric observables, `observable operator value` (== or != only) for string observables
+// such as request.sloClass.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.threshold) != has(self.value)",message="set exactly one of threshold (numeric observables) and value (string observables)"
+// +kubebuilder:validation:XValidation:rule="!has(self.value) || self.operator in ['==', '!=']",message="string comparisons take only == and !=",fieldPath=".operator"
 type DecisionCondition struct {
-	// Observable is a signal the stage may read (see the PolicyBundle documentation for the
-	// list per stage), for example request.inputTokens or instance.kvUtilization. Whether
-	// the stage may read it is checked when the bundle is resolved.
-	// +kubebuilder:validation:Enum=request.inputTokens;request.sloPriority;request.priorityScore;request.prefixLength;request.waitTimeUs;tenant.requestCount;tenant.activeRequests;tenant.recentRate;tenant.budgetUsage;global.inFlightRequests;global.requestRate;instance.queueDepth;instance.batchSize;instance.kvUtilization;instance.freeKVBlocks;instance.inFlightRequests;instance.cacheHitRate;instance.prefixMatchRatio;instance.recentTTFT;instance.recentTPOT;instance.estimatedWaitTime;scheduler.waitQueueLength;scheduler.runningBatchSize;scheduler.kvUtilization;deployment.currentReplicas;deployment.avgQueueDepth;deployment.avgUtilization;deployment.requestRate;deployment.sloAttainment;deployment.timeSinceLastScaleUs
+	// Observable is a signal the stage may read, named as in CEL expressions, for example
+	// request.inputTokens, request.sloClass, tenant.recentRate, global.inFlight,
+	// instance.kvUtilization or score.prefixCache. The list per stage is in the PolicyBundle
+	// documentation; whether the stage may read the signal is checked when the bundle is
+	// resolved.
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z][a-zA-Z0-9]*\.[a-z][a-zA-Z0-9]*$`
 	// +required
 	Observable string `json:"observable"`
 
-	// Operator compares the observable (left) with the threshold (right).
+	// Operator compares the observable (left) with the constant (right).
 	// +kubebuilder:validation:Enum="<";"<=";">";">=";"==";"!="
 	// +required
 	Operator string `json:"operator"`
 
-	// Threshold is the right-hand side of the comparison.
-	// +required
-	Threshold float64 `json:"threshold"`
+	// Threshold is the numeric right-hand side.
+	// +optional
+	Threshold *float64 `json:"threshold,omitempty"`
+
+	// Value is the string right-hand side, for string observables.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Value *string `json:"value,omitempty"`
 }
 
-// DecisionAction is the outcome of a decision-tree leaf. Its meaning depends on the stage:
-// admission admit, reject or delay (value = delay in microseconds); priority score (value =
-// the score); routing a routing template to apply (for example least-loaded or
-// prefix-affinity); scheduler and preemption a template name; autoscale none, up or down
-// (value = replicas to add or remove).
+// DecisionAction is the outcome of a decision-tree leaf. Per stage: admission admit, reject
+// or delay (value = the delay in microseconds); priority score (value = the priority score);
+// routing score (value = the score of the instance the tree is evaluated for; the highest
+// score wins).
+//
+// +kubebuilder:validation:XValidation:rule="self.decision != 'delay' || (has(self.value) && self.value > 0.0)",message="delay needs value, the delay in microseconds (> 0)",fieldPath=".value"
+// +kubebuilder:validation:XValidation:rule="self.decision != 'score' || has(self.value)",message="score needs value",fieldPath=".value"
 type DecisionAction struct {
-	// Decision is the outcome named as described above.
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^[a-z][-a-z]*$`
+	// Decision is admit, reject or delay (admission) or score (priority and routing).
+	// +kubebuilder:validation:Enum=admit;reject;delay;score
 	// +required
 	Decision string `json:"decision"`
 
-	// Value is the decision's number where it has one.
+	// Value is the delay in microseconds, or the score.
 	// +optional
 	Value *float64 `json:"value,omitempty"`
-}
 
-// CELPolicy is a policy written as a CEL expression. It is evaluated in a sandbox with a
-// cost limit and no I/O, so results are deterministic; the variables available per stage are
-// the observables of the PolicyBundle documentation.
-type CELPolicy struct {
-	// Expression is the CEL source. Its result type depends on the stage: bool (admit) for
-	// admission, double for priority, an instance index or per-instance score list for
-	// routing, double sort key for the scheduler, int replica delta for autoscale.
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=4096
-	// +required
-	Expression string `json:"expression"`
+	// Reason is recorded with the decision in traces.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Reason string `json:"reason,omitempty"`
 }
 
 // PolicyBundleStatus is the observed state of a PolicyBundle.
