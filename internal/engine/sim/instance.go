@@ -24,6 +24,9 @@ type runEntry struct {
 	itlCount int32
 	itlSum   int64
 	stamp    int64
+	// decodeFrom is the first step (instance step number) in which the request could decode:
+	// the one after its prefill finished; 0 while it prefills.
+	decodeFrom int64
 }
 
 // instance is one vLLM replica: a wait queue, a running batch and a paged KV cache.
@@ -46,6 +49,15 @@ type instance struct {
 
 	shape      latency.StepShape
 	chunkOwner []int32 // slot owning shape.Prefill[i]
+
+	// BLIS aggregates the inter-token latencies of completed requests only (a preempted
+	// request's gaps are discarded with its progress, and unfinished requests contribute
+	// none). To reproduce that without a sample per token, gaps[k-1] keeps the gap of step k
+	// and itlDiff is a difference array over steps: a completing request adds +1 over the
+	// steps it decoded in (minus any step it was left out of), in O(1). The (gap, count)
+	// pairs go to the collector once, at the end of the run.
+	gaps    []int64
+	itlDiff []int32
 }
 
 func (in *instance) lastEvent(t int64) {
@@ -171,6 +183,31 @@ func (in *instance) growPrefill(e *runEntry, r *reqState, n int32) bool {
 	return true
 }
 
+// countITL adds a completed request's decode steps, from..to minus skipped, to the ITL
+// difference array.
+func (in *instance) countITL(from, to int64, skipped []int64) {
+	in.itlDiff[from-1]++
+	in.itlDiff[to]--
+	for _, k := range skipped {
+		if k >= from && k <= to {
+			in.itlDiff[k-1]--
+			in.itlDiff[k]++
+		}
+	}
+}
+
+// flushITL hands the (gap, count) pair of every step with completed-request tokens to the
+// collector, in step order.
+func (in *instance) flushITL() {
+	var run int64
+	for k, g := range in.gaps {
+		run += int64(in.itlDiff[k])
+		if run > 0 {
+			in.col.AddITL(g, run)
+		}
+	}
+}
+
 // releaseKV frees all of r's blocks.
 func (in *instance) releaseKV(r *reqState) { in.kv.Release(&r.kv) }
 
@@ -183,6 +220,7 @@ func (s *simulation) preempt(in *instance, e *runEntry) {
 	r.progress = 0
 	r.ttftSet = false
 	r.itlSum, r.itlCount = 0, 0
+	r.skipped = r.skipped[:0]
 	r.preemptions++
 	in.stats.Preemptions++
 	in.waitQ.pushFront(qEntry(e.slot, r.gen))
@@ -358,10 +396,8 @@ func (s *simulation) step(in *instance, now int64) {
 	}
 	stepTime := max(in.lat.StepTime(sh), 1)
 	gap := stepTime + in.alphaOut
-	if sh.DecodeRequests > 0 {
-		// One (gap, count) pair per step, never one sample per token.
-		in.col.AddITL(gap, sh.DecodeRequests)
-	}
+	in.gaps = append(in.gaps, gap)
+	in.itlDiff = append(in.itlDiff, 0)
 
 	// Execution and completions, in running order (release order shapes the LRU free list).
 	done := now + stepTime
@@ -373,6 +409,7 @@ func (s *simulation) step(in *instance, now int64) {
 			if e.progress < e.input {
 				e.progress += e.numNew
 				if e.progress == e.input {
+					e.decodeFrom = step + 1
 					r := &s.slab.reqs[e.slot]
 					if !r.ttftSet {
 						r.ttftSet = true
@@ -385,6 +422,12 @@ func (s *simulation) step(in *instance, now int64) {
 				e.itlSum += gap
 				e.itlCount++
 			}
+		} else if e.decodeFrom > 0 && e.output > 1 {
+			// A decoding request left out of this step (the budget ran out or a preemption
+			// stopped phase 1 before it, or it sits at the length cap).
+			r := &s.slab.reqs[e.slot]
+			r.skipped = append(r.skipped, step)
+			in.stats.DeferredDecodes++
 		}
 		if e.progress >= e.input+max(e.output, 1)-1 {
 			if e.output > 0 && e.progress < e.input+e.output && !s.growDecode(in, e, &s.slab.reqs[e.slot]) {
@@ -404,6 +447,9 @@ func (s *simulation) step(in *instance, now int64) {
 		r := &s.slab.reqs[slot]
 		flush(e, r)
 		in.releaseKV(r)
+		if e.itlCount > 0 {
+			in.countITL(e.decodeFrom, step, r.skipped)
+		}
 		completed = true
 		s.finishRequest(in, slot, OutcomeCompleted, done, "")
 	}

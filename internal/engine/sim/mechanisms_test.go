@@ -238,3 +238,29 @@ func TestSourceValidation(t *testing.T) {
 		}
 	}
 }
+
+// itl_* aggregates follow BLIS: the gaps of completed requests only, each request's gaps
+// exactly once (the per-step difference array must agree with the per-request sums).
+func TestITLAggregatesCompletedRequestsOnly(t *testing.T) {
+	for _, sc := range scenarios() {
+		res := runScenario(t, sc, false, false)
+		var sum, count int64
+		for _, r := range res.Records {
+			if r.Outcome == OutcomeCompleted {
+				sum += r.ITLSum
+				count += int64(r.ITLCount)
+			}
+		}
+		var itl metrics.WeightedSamples
+		var deferred int64
+		for i, c := range res.Collectors {
+			itl.Merge(c.ITL())
+			deferred += res.Instances[i].DeferredDecodes
+		}
+		if itl.Count() != count || int64(itl.Sum()) != sum {
+			t.Errorf("%s: collectors hold %d gaps summing to %.0f, completed requests %d summing to %d",
+				sc.name, itl.Count(), itl.Sum(), count, sum)
+		}
+		t.Logf("%s: %d gaps, %d deferred decode tokens", sc.name, count, deferred)
+	}
+}

@@ -45,6 +45,8 @@ type reqState struct {
 
 	segs   []workload.Segment
 	hashes []uint64
+	// skipped lists the steps in which the request, already decoding, got no token.
+	skipped []int64
 
 	// Timing, µs. ttft is relative to arrival (and includes the output-token processing time);
 	// the others are absolute.
@@ -82,8 +84,8 @@ func (s *slab) alloc() int32 {
 func (s *slab) release(i int32) {
 	r := &s.reqs[i]
 	gen := r.gen + 1
-	segs, hashes, blocks := r.segs[:0], r.hashes[:0], r.kv.Blocks[:0]
-	*r = reqState{gen: gen, segs: segs, hashes: hashes}
+	segs, hashes, blocks, skipped := r.segs[:0], r.hashes[:0], r.kv.Blocks[:0], r.skipped[:0]
+	*r = reqState{gen: gen, segs: segs, hashes: hashes, skipped: skipped}
 	r.kv.Blocks = blocks
 	s.free = append(s.free, i)
 	s.live--

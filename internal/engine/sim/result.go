@@ -107,6 +107,9 @@ type InstanceStats struct {
 	Preemptions, KVAllocationFailures int64
 	// Steps is the number of engine steps executed.
 	Steps int64
+	// DeferredDecodes counts decode tokens postponed to a later step because the token budget
+	// ran out (or a preemption stopped batch formation) before the request's turn.
+	DeferredDecodes int64
 	// PrefixLookupTokens and PrefixHitTokens give the prefix-cache hit rate.
 	PrefixLookupTokens, PrefixHitTokens int64
 	// PeakKVBlocks is the largest number of KV blocks in use at once.

@@ -121,6 +121,7 @@ func newSimulation(cfg *Config, src workload.Source) *simulation {
 		in.col = metrics.NewCollector(rng.InstanceName(i), cfg.Options.RequestRecords)
 		s.res.Collectors = append(s.res.Collectors, in.col)
 		in.shape.Prefill = make([]latency.PrefillChunk, 0, 16)
+		in.itlDiff = make([]int32, 1, 1024) // one slot past the last step (difference array)
 	}
 	return s
 }
@@ -527,6 +528,7 @@ func (s *simulation) finish() {
 		ks := in.kv.Stats()
 		in.stats.PrefixLookupTokens = ks.LookupTokens
 		in.stats.PrefixHitTokens = ks.HitTokens
+		in.flushITL()
 		in.col.Events = metrics.Events{
 			Preemptions:          in.stats.Preemptions,
 			KVAllocationFailures: in.stats.KVAllocationFailures,
