@@ -170,3 +170,27 @@ func TestEachBuildHasFreshState(t *testing.T) {
 		}
 	}
 }
+
+// Runs of an in-process executor build pipelines concurrently; the shared CEL environments
+// must be safe for that (run with -race).
+func TestConcurrentBuilds(t *testing.T) {
+	b, err := Parse([]byte("admission: {cel: 'global.saturation < 1.0'}\nrouting: {cel: 'score.queue'}\npriority: {cel: '1.0'}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 4)
+	for g := 0; g < 4; g++ {
+		go func() {
+			p, err := Build(b, BuildEnv{Instances: make([]InstanceInfo, 2)})
+			if err == nil {
+				p.Route(req(1, 0, 0, 10), idle(2), 0)
+			}
+			errs <- err
+		}()
+	}
+	for g := 0; g < 4; g++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
