@@ -22,11 +22,12 @@ import (
 
 // WorkloadSpecSpec is a BLIS workload spec v2 with camelCase keys (aggregate_rate is
 // aggregateRate), extended with agentic workflows. Exactly one request source is given:
-// clients/cohorts/inferencePerf/servegenData, a trace to replay, or blisConfigMapRef (an
-// unchanged BLIS workload file in a ConfigMap).
+// clients/cohorts/inferencePerf/servegenData, a built-in scenario, a trace to replay, or
+// blisConfigMapRef (an unchanged BLIS workload file in a ConfigMap).
 //
-// +kubebuilder:validation:XValidation:rule="[has(self.blisConfigMapRef), has(self.trace), has(self.clients) || has(self.cohorts) || has(self.inferencePerf) || has(self.servegenData)].filter(x, x).size() == 1",message="give exactly one request source: clients/cohorts/inferencePerf/servegenData, trace, or blisConfigMapRef"
+// +kubebuilder:validation:XValidation:rule="[has(self.blisConfigMapRef), has(self.trace), has(self.scenario), has(self.clients) || has(self.cohorts) || has(self.inferencePerf) || has(self.servegenData)].filter(x, x).size() == 1",message="give exactly one request source: clients/cohorts/inferencePerf/servegenData, scenario, trace, or blisConfigMapRef"
 // +kubebuilder:validation:XValidation:rule="!has(self.blisConfigMapRef) || !(has(self.version) || has(self.seed) || has(self.category) || has(self.aggregateRate) || has(self.numRequests) || has(self.horizon) || has(self.goodputSloTargets))",message="blisConfigMapRef replaces the whole spec; no other field may be set with it",fieldPath=".blisConfigMapRef"
+// +kubebuilder:validation:XValidation:rule="!has(self.scenario) || !(has(self.version) || has(self.category) || has(self.aggregateRate) || has(self.goodputSloTargets))",message="a scenario defines the workload; only seed, horizon and numRequests may override it",fieldPath=".scenario"
 // +kubebuilder:validation:XValidation:rule="!has(self.clients) || self.clients.all(c, !has(c.agentic)) || (has(self.category) && self.category == 'agentic')",message="clients with agentic workflows need category agentic",fieldPath=".category"
 type WorkloadSpecSpec struct {
 	// BlisConfigMapRef points at a ConfigMap key holding an unchanged BLIS workload file,
@@ -96,23 +97,33 @@ type WorkloadSpecSpec struct {
 	// Trace replays recorded requests instead of generating them.
 	// +optional
 	Trace *TraceSource `json:"trace,omitempty"`
+
+	// Scenario names a built-in workload (for example bursty-traffic, diurnal-cycle,
+	// unfair-tenants, prefix-heavy, mixed-slo, agentic-react, agentic-mcts,
+	// agentic-fork-join; `blis scenarios` lists them). seed, horizon and numRequests, when
+	// set, override the scenario's. The name is checked when the workload is resolved.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	Scenario string `json:"scenario,omitempty"`
 }
 
 // SLODimTargets are one SLO class's latency thresholds in milliseconds; 0 leaves a dimension
 // unconstrained.
 type SLODimTargets struct {
-	// TtftMs is the time-to-first-token threshold.
+	// TTFT is the time-to-first-token threshold in milliseconds.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
-	TtftMs float64 `json:"ttftMs,omitempty"`
-	// ItlMs is the mean inter-token latency threshold.
+	TTFT float64 `json:"ttft,omitempty"`
+	// ITL is the mean inter-token latency threshold in milliseconds.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
-	ItlMs float64 `json:"itlMs,omitempty"`
-	// E2eMs is the end-to-end latency threshold.
+	ITL float64 `json:"itl,omitempty"`
+	// E2E is the end-to-end latency threshold in milliseconds.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
-	E2eMs float64 `json:"e2eMs,omitempty"`
+	E2E float64 `json:"e2e,omitempty"`
 }
 
 // ClientSpec is one source of requests.
@@ -273,12 +284,19 @@ type ClientTraffic struct {
 	ClosedLoop *bool `json:"closedLoop,omitempty"`
 }
 
-// ArrivalSpec is an inter-arrival time process.
+// ArrivalSpec is an inter-arrival time process: BLIS's processes (poisson, gamma, weibull,
+// constant) and the pattern processes bursty, diurnal, periodic and adversarial. Every
+// process averages to the client's rate; the pattern parameters shape it.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.cv) || self.process in ['gamma', 'weibull']",message="cv applies to the gamma and weibull processes",fieldPath=".cv"
+// +kubebuilder:validation:XValidation:rule="!(has(self.spikeIntervalUs) || has(self.spikeDurationUs) || has(self.spikeMultiplier)) || self.process == 'bursty'",message="spikeIntervalUs, spikeDurationUs and spikeMultiplier apply to the bursty process"
+// +kubebuilder:validation:XValidation:rule="!(has(self.periodUs) || has(self.peakToTroughRatio) || has(self.peakUs)) || self.process == 'diurnal'",message="periodUs, peakToTroughRatio and peakUs apply to the diurnal process"
+// +kubebuilder:validation:XValidation:rule="!has(self.jitter) || self.process == 'periodic'",message="jitter applies to the periodic process",fieldPath=".jitter"
+// +kubebuilder:validation:XValidation:rule="!has(self.burstSize) || self.process == 'adversarial'",message="burstSize applies to the adversarial process",fieldPath=".burstSize"
+// +kubebuilder:validation:XValidation:rule="!has(self.spikeIntervalUs) || !has(self.spikeDurationUs) || self.spikeDurationUs <= self.spikeIntervalUs",message="spikeDurationUs must not exceed spikeIntervalUs",fieldPath=".spikeDurationUs"
 type ArrivalSpec struct {
 	// Process is the arrival process.
-	// +kubebuilder:validation:Enum=poisson;gamma;weibull;constant
+	// +kubebuilder:validation:Enum=poisson;gamma;weibull;constant;bursty;diurnal;periodic;adversarial
 	// +required
 	Process string `json:"process"`
 
@@ -288,17 +306,62 @@ type ArrivalSpec struct {
 	// +optional
 	Cv *float64 `json:"cv,omitempty"`
 
-	// Shape is a fitted gamma alpha or weibull k, overriding cv.
+	// Shape is a fitted gamma alpha or weibull k, an alternative to cv.
 	// +kubebuilder:validation:ExclusiveMinimum=true
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Shape *float64 `json:"shape,omitempty"`
 
-	// Scale is a fitted gamma theta or weibull lambda in microseconds, overriding cv.
+	// Scale is a fitted gamma theta or weibull lambda in microseconds (BLIS compatibility;
+	// the engine derives the scale from the client's rate and rejects an explicit one).
 	// +kubebuilder:validation:ExclusiveMinimum=true
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Scale *float64 `json:"scale,omitempty"`
+
+	// SpikeIntervalUs is the bursty process's spike period (default 60 s).
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	SpikeIntervalUs *int64 `json:"spikeIntervalUs,omitempty"`
+
+	// SpikeDurationUs is how long each bursty spike lasts (default 5 s).
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	SpikeDurationUs *int64 `json:"spikeDurationUs,omitempty"`
+
+	// SpikeMultiplier multiplies the rate during a bursty spike (default 10).
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	SpikeMultiplier *float64 `json:"spikeMultiplier,omitempty"`
+
+	// PeriodUs is the diurnal process's period (default 24 h).
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	PeriodUs *int64 `json:"periodUs,omitempty"`
+
+	// PeakToTroughRatio is the diurnal process's peak rate over trough rate (default 10).
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	PeakToTroughRatio *float64 `json:"peakToTroughRatio,omitempty"`
+
+	// PeakUs is when in each diurnal period the rate peaks (default half a period).
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	PeakUs *int64 `json:"peakUs,omitempty"`
+
+	// Jitter is the periodic process's jitter as a fraction of the period, in [0, 0.5]
+	// (default 0.1).
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=0.5
+	// +optional
+	Jitter *float64 `json:"jitter,omitempty"`
+
+	// BurstSize is the adversarial process's number of simultaneous arrivals per burst
+	// (default 50).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
+	// +optional
+	BurstSize *int32 `json:"burstSize,omitempty"`
 }
 
 // Distribution is a token-count (or latency) distribution.
@@ -650,6 +713,13 @@ type AgenticLoop struct {
 	// +kubebuilder:validation:Maximum=1000
 	// +required
 	MaxIterations int32 `json:"maxIterations"`
+
+	// ContinueProbability is the probability of another iteration after each one below
+	// maxIterations (default 1: always run maxIterations).
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1
+	// +optional
+	ContinueProbability *float64 `json:"continueProbability,omitempty"`
 }
 
 // AgenticStep is one node of an agentic workflow.

@@ -297,7 +297,7 @@ version: 2
 category: agentic
 aggregate_rate: 2
 goodput_slo_targets:
-  critical: {ttft_ms: 200, e2e_ms: 2000}
+  critical: {ttft: 200, e2e: 2000}
 clients:
 - id: agent
   rate_fraction: 1
@@ -317,7 +317,7 @@ clients:
 	if wl.Version != "2" {
 		t.Errorf("version = %q, want the unquoted number read as \"2\"", wl.Version)
 	}
-	if wl.GoodputSloTargets["critical"].E2eMs != 2000 {
+	if wl.GoodputSloTargets["critical"].E2E != 2000 {
 		t.Errorf("goodput targets = %v", wl.GoodputSloTargets)
 	}
 	tool, ok := wl.Clients[0].Agentic.Tools["web_search"]
