@@ -49,7 +49,7 @@ type PolicyBundleSpec struct {
 
 	// Scheduler is the instance scheduler template that orders each replica's wait queue
 	// (BLIS key scheduler).
-	// +kubebuilder:validation:Enum=fcfs;priority-fcfs;sjf;reverse-priority;type-rank
+	// +kubebuilder:validation:Enum=fcfs;priority-fcfs;sjf;reverse-priority
 	// +optional
 	Scheduler string `json:"scheduler,omitempty"`
 
@@ -227,11 +227,13 @@ type RoutingPolicy struct {
 	Picker string `json:"picker,omitempty"`
 }
 
-// ScorerName is an llm-d scorer name or a BLIS alias. BLIS aliases: queue-depth
-// (queue-scorer), kv-utilization (kv-cache-utilization-scorer), prefix-affinity
-// (prefix-cache-scorer), precise-prefix-cache (precise-prefix-cache-scorer), no-hit-lru
-// (no-hit-lru-scorer), load-balance (BLIS's 1/(1+load) scorer).
-// +kubebuilder:validation:Enum=queue-scorer;kv-cache-utilization-scorer;prefix-cache-scorer;precise-prefix-cache-scorer;load-aware-scorer;active-request-scorer;running-requests-size-scorer;token-load-scorer;no-hit-lru-scorer;queue-depth;kv-utilization;prefix-affinity;precise-prefix-cache;no-hit-lru;load-balance
+// ScorerName is an llm-d scorer plugin type or a BLIS alias of one. Aliases: queue-depth
+// (queue-scorer), kv-utilization (kv-cache-utilization-scorer), prefix-affinity and
+// precise-prefix-cache (prefix-cache-scorer, approximate and precise prefix producer),
+// no-hit-lru (no-hit-lru-scorer), load-aware (load-aware-scorer), active-requests and
+// inflight-requests (active-request-scorer), running-requests (running-requests-size-scorer),
+// token-load (token-load-scorer). load-balance is BLIS's own 1/(1+load) scorer.
+// +kubebuilder:validation:Enum=queue-scorer;kv-cache-utilization-scorer;prefix-cache-scorer;load-aware-scorer;active-request-scorer;token-load-scorer;no-hit-lru-scorer;running-requests-size-scorer;load-balance;queue-depth;kv-utilization;prefix-affinity;precise-prefix-cache;no-hit-lru;load-aware;active-requests;inflight-requests;running-requests;token-load
 type ScorerName string
 
 // Scorer is one weighted routing scorer.
