@@ -27,6 +27,9 @@ type runEntry struct {
 	// decodeFrom is the first step (instance step number) in which the request could decode:
 	// the one after its prefill finished; 0 while it prefills.
 	decodeFrom int64
+	// kv is the request's block table. It lives here rather than in the slab so that a block
+	// boundary touches only this entry's memory.
+	kv kvcache.Table
 }
 
 // instance is one vLLM replica: a wait queue, a running batch and a paged KV cache.
@@ -58,6 +61,11 @@ type instance struct {
 	// pairs go to the collector once, at the end of the run.
 	gaps    []int64
 	itlDiff []int32
+
+	// spare is the table used to try an admission; tablePool holds block slices of tables
+	// released by departed requests, so tables stop allocating once warm.
+	spare     kvcache.Table
+	tablePool [][]int32
 }
 
 func (in *instance) lastEvent(t int64) {
@@ -88,11 +96,12 @@ func flush(e *runEntry, r *reqState) {
 }
 
 // removeRunning deletes the entry of slot from the running batch (keeping the order of the
-// others), after writing it back to the slab.
+// others) after writing it back to the slab, and frees its KV blocks.
 func (in *instance) removeRunning(slot int32, reqs []reqState) {
 	for i := range in.running {
 		if in.running[i].slot == slot {
 			flush(&in.running[i], &reqs[slot])
+			in.releaseTable(&in.running[i].kv)
 			in.running = append(in.running[:i], in.running[i+1:]...)
 			return
 		}
@@ -160,27 +169,51 @@ func (in *instance) setRoom(e *runEntry, t *kvcache.Table) {
 }
 
 // growDecode reserves one decode token for e (see runEntry.room).
-func (in *instance) growDecode(e *runEntry, r *reqState) bool {
+func (in *instance) growDecode(e *runEntry) bool {
 	if e.room > 0 {
 		e.room--
 		e.lazy++
 		return true
 	}
-	if !in.kv.Grow(&r.kv, e.lazy+1, nil) {
+	if !in.kv.Grow(&e.kv, e.lazy+1, nil) {
 		return false
 	}
 	e.lazy = 0
-	in.setRoom(e, &r.kv)
+	in.setRoom(e, &e.kv)
 	return true
 }
 
 // growPrefill reserves n prompt tokens for e, registering prompt-block hashes as blocks fill.
 func (in *instance) growPrefill(e *runEntry, r *reqState, n int32) bool {
-	if !in.kv.Grow(&r.kv, n, r.hashes) {
+	if !in.kv.Grow(&e.kv, n, r.hashes) {
 		return false
 	}
-	in.setRoom(e, &r.kv)
+	in.setRoom(e, &e.kv)
 	return true
+}
+
+// takeTable prepares in.spare for an admission of a request needing up to need blocks.
+func (in *instance) takeTable(need int) *kvcache.Table {
+	t := &in.spare
+	if t.Blocks == nil {
+		if n := len(in.tablePool); n > 0 {
+			t.Blocks = in.tablePool[n-1]
+			in.tablePool = in.tablePool[:n-1]
+		}
+	}
+	if cap(t.Blocks) < need {
+		t.Blocks = make([]int32, 0, need)
+	}
+	return t
+}
+
+// releaseTable frees a departing request's blocks and keeps its block slice for reuse.
+func (in *instance) releaseTable(t *kvcache.Table) {
+	in.kv.Release(t)
+	if cap(t.Blocks) > 0 {
+		in.tablePool = append(in.tablePool, t.Blocks[:0])
+	}
+	*t = kvcache.Table{}
 }
 
 // countITL adds a completed request's decode steps, from..to minus skipped, to the ITL
@@ -208,14 +241,11 @@ func (in *instance) flushITL() {
 	}
 }
 
-// releaseKV frees all of r's blocks.
-func (in *instance) releaseKV(r *reqState) { in.kv.Release(&r.kv) }
-
 // preempt moves the running request of entry e (already removed from the batch) back to the
 // front of the wait queue with its progress reset (vLLM recompute preemption).
 func (s *simulation) preempt(in *instance, e *runEntry) {
 	r := &s.slab.reqs[e.slot]
-	in.releaseKV(r)
+	in.releaseTable(&e.kv)
 	r.state = stQueued
 	r.progress = 0
 	r.ttftSet = false
@@ -235,7 +265,7 @@ func (s *simulation) reserve(in *instance, i int, n int32, budget *int64, preemp
 	for {
 		e := &in.running[i-adj]
 		if e.progress >= e.input {
-			ok = s.growDecode(in, e, r)
+			ok = s.growDecode(in, e)
 		} else {
 			ok = in.growPrefill(e, r, n)
 		}
@@ -266,15 +296,15 @@ func (s *simulation) reserve(in *instance, i int, n int32, budget *int64, preemp
 
 // growDecode dispatches to the stepper's decode reservation (the reference stepper used in
 // tests allocates every token eagerly).
-func (s *simulation) growDecode(in *instance, e *runEntry, r *reqState) bool {
+func (s *simulation) growDecode(in *instance, e *runEntry) bool {
 	if s.eagerKV {
-		if !in.kv.Grow(&r.kv, 1, nil) {
+		if !in.kv.Grow(&e.kv, 1, nil) {
 			return false
 		}
-		in.setRoom(e, &r.kv)
+		in.setRoom(e, &e.kv)
 		return true
 	}
-	return in.growDecode(e, r)
+	return in.growDecode(e)
 }
 
 // step runs one engine step of in at time now: batch formation, execution, completions, and
@@ -354,32 +384,35 @@ func (s *simulation) step(in *instance, now int64) {
 				break
 			}
 			r := &s.slab.reqs[slot]
+			t := in.takeTable(int((int64(r.input)+int64(r.output))/int64(bs)) + 1)
 			var cached int32
 			if !c.DisablePrefixCaching {
-				cached = in.kv.ClaimPrefix(&r.kv, r.hashes, r.input) * bs
+				cached = in.kv.ClaimPrefix(t, r.hashes, r.input) * bs
 			}
 			n := r.input - cached
 			if thr > 0 && thr < n {
 				n = thr
 			}
 			if c.DisableChunkedPrefill && int64(n) > budget {
-				in.releaseKV(r)
+				in.kv.Release(t)
 				break
 			}
 			n = int32(min(int64(n), budget))
 			if mml > 0 {
 				n = min(n, max(mml-1-cached, 0))
 			}
-			if !in.kv.Grow(&r.kv, n, r.hashes) {
-				in.releaseKV(r) // give back the claimed prefix; head-of-line blocking
+			if !in.kv.Grow(t, n, r.hashes) {
+				in.kv.Release(t) // give back the claimed prefix; head-of-line blocking
 				break
 			}
 			in.waitQ.popFront(true)
 			in.running = append(in.running, runEntry{
 				slot: slot, progress: cached, input: r.input, output: r.output,
-				numNew: n, stamp: step,
+				numNew: n, stamp: step, kv: *t,
 			})
-			in.setRoom(&in.running[len(in.running)-1], &r.kv)
+			*t = kvcache.Table{}
+			ne := &in.running[len(in.running)-1]
+			in.setRoom(ne, &ne.kv)
 			r.state = stRunning
 			r.scheduledAt = now
 			r.schedDelay = now - r.arrival
@@ -430,7 +463,7 @@ func (s *simulation) step(in *instance, now int64) {
 			in.stats.DeferredDecodes++
 		}
 		if e.progress >= e.input+max(e.output, 1)-1 {
-			if e.output > 0 && e.progress < e.input+e.output && !s.growDecode(in, e, &s.slab.reqs[e.slot]) {
+			if e.output > 0 && e.progress < e.input+e.output && !s.growDecode(in, e) {
 				// The final token's slot; BLIS counts a failure here as an accounting anomaly.
 				in.stats.KVAllocationFailures++
 			}
@@ -446,7 +479,7 @@ func (s *simulation) step(in *instance, now int64) {
 		slot := e.slot
 		r := &s.slab.reqs[slot]
 		flush(e, r)
-		in.releaseKV(r)
+		in.releaseTable(&e.kv)
 		if e.itlCount > 0 {
 			in.countITL(e.decodeFrom, step, r.skipped)
 		}

@@ -82,12 +82,6 @@ func (s *simulation) checkInvariants() error {
 			if r.ttftSet && r.firstTokenAt <= r.scheduledAt {
 				return fmt.Errorf("invariant causality: request %d first token at %d, admitted at %d", r.id, r.firstTokenAt, r.scheduledAt)
 			}
-			kv := s.insts[r.inst].kv
-			if err := kv.CheckTable(&r.kv); err != nil {
-				return fmt.Errorf("invariant kv_table: request %d: %w", r.id, err)
-			}
-		} else if len(r.kv.Blocks) != 0 || r.kv.Tokens != 0 {
-			return fmt.Errorf("invariant kv_table: request %d holds KV blocks while not running", r.id)
 		}
 	}
 	for i := range s.insts {
@@ -108,12 +102,18 @@ func (s *simulation) checkInvariants() error {
 			if r.state != stRunning {
 				return fmt.Errorf("invariant request_lifecycle: running entry of request %d in state %d", r.id, r.state)
 			}
-			if r.kv.Tokens+e.lazy != e.progress {
-				return fmt.Errorf("invariant kv_table: request %d holds %d+%d tokens, progress %d", r.id, r.kv.Tokens, e.lazy, e.progress)
+			if err := in.kv.CheckTable(&e.kv); err != nil {
+				return fmt.Errorf("invariant kv_table: request %d: %w", r.id, err)
 			}
-			if e.room != int32(len(r.kv.Blocks))*in.cfg.BlockSize-r.kv.Tokens-e.lazy {
+			if e.kv.Tokens+e.lazy != e.progress {
+				return fmt.Errorf("invariant kv_table: request %d holds %d+%d tokens, progress %d", r.id, e.kv.Tokens, e.lazy, e.progress)
+			}
+			if e.room != int32(len(e.kv.Blocks))*in.cfg.BlockSize-e.kv.Tokens-e.lazy {
 				return fmt.Errorf("invariant kv_table: request %d room %d inconsistent with its table", r.id, e.room)
 			}
+		}
+		if len(in.spare.Blocks) != 0 || in.spare.Tokens != 0 {
+			return fmt.Errorf("invariant kv_table: instance %d keeps blocks in its spare table", i)
 		}
 		if int32(len(in.running)) > in.cfg.MaxNumSeqs {
 			return fmt.Errorf("invariant batch_size_limit: instance %d runs %d > %d", i, len(in.running), in.cfg.MaxNumSeqs)

@@ -1,9 +1,6 @@
 package sim
 
-import (
-	"github.com/inference-sim/blis-operator/internal/engine/kvcache"
-	"github.com/inference-sim/blis-operator/internal/engine/workload"
-)
+import "github.com/inference-sim/blis-operator/internal/engine/workload"
 
 // Request lifecycle states inside the simulator.
 const (
@@ -38,10 +35,9 @@ type reqState struct {
 	priority int32
 
 	// progress is BLIS's ProgressIndex: tokens computed (prompt tokens during prefill, then
-	// prompt + decode steps). While the request runs, the authoritative copy is its runEntry;
-	// this one is written back when it leaves the batch.
+	// prompt + decode steps). While the request runs, the authoritative copy is its runEntry
+	// (which also holds its KV block table); this one is written back when it leaves the batch.
 	progress int32
-	kv       kvcache.Table
 
 	segs   []workload.Segment
 	hashes []uint64
@@ -84,9 +80,8 @@ func (s *slab) alloc() int32 {
 func (s *slab) release(i int32) {
 	r := &s.reqs[i]
 	gen := r.gen + 1
-	segs, hashes, blocks, skipped := r.segs[:0], r.hashes[:0], r.kv.Blocks[:0], r.skipped[:0]
+	segs, hashes, skipped := r.segs[:0], r.hashes[:0], r.skipped[:0]
 	*r = reqState{gen: gen, segs: segs, hashes: hashes, skipped: skipped}
-	r.kv.Blocks = blocks
 	s.free = append(s.free, i)
 	s.live--
 }

@@ -328,9 +328,6 @@ func (s *simulation) onQueued(slot int32) {
 		// Size the slot's buffers once for this request, instead of growing them block by block.
 		r.hashes = make([]uint64, 0, need)
 	}
-	if need := int((int64(r.input)+int64(r.output))/int64(c.BlockSize)) + 1; cap(r.kv.Blocks) < need {
-		r.kv.Blocks = make([]int32, 0, need)
-	}
 	if !c.DisablePrefixCaching {
 		r.hashes = kvcache.PromptBlockHashes(r.hashes, r.segs, r.input, c.BlockSize, uniqueKey(r.id))
 	}
@@ -370,7 +367,6 @@ func (s *simulation) onTimeout(slot int32) {
 		in.waitQ.live-- // the entry goes stale and is skipped when it reaches the front
 	case stRunning:
 		in.removeRunning(slot, s.slab.reqs)
-		in.releaseKV(r)
 	default:
 		return
 	}
