@@ -79,6 +79,40 @@ build: manifests generate fmt vet ## Build the manager and the blis CLI into bin
 run: manifests generate fmt vet ## Run the manager from your host against the cluster in ~/.kube/config (or $$KUBECONFIG).
 	go run ./cmd
 
+# The image: one layer holding /manager and /blis, static (CGO_ENABLED=0), user 65532, entrypoint
+# /manager. Packed from the binaries by hack/tools/mkimage, so no container engine is involved.
+IMAGE_DIR ?= $(LOCALBIN)/image
+IMAGE_TAR ?= $(IMAGE_DIR)/blis-operator.tar
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+IMAGE_ARCH ?= $(shell go env GOARCH)
+IMAGE_GOFLAGS = CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH)
+IMAGE_LDFLAGS = -s -w -X main.version=$(VERSION)
+
+.PHONY: image
+image: mkimage ## Build image $(IMG) into bin/image/ and import it into the single-node cluster's containerd when it runs.
+	mkdir -p $(IMAGE_DIR)
+	$(IMAGE_GOFLAGS) go build -trimpath -ldflags "$(IMAGE_LDFLAGS)" -o $(IMAGE_DIR)/manager ./cmd
+	$(IMAGE_GOFLAGS) go build -trimpath -ldflags "$(IMAGE_LDFLAGS)" -o $(IMAGE_DIR)/blis ./cmd/blis
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 0) $(MKIMAGE) -out $(IMAGE_TAR) -tag $(IMG) \
+		-file $(IMAGE_DIR)/manager:/manager:755 -file $(IMAGE_DIR)/blis:/blis:755 \
+		-user 65532:65532 -entrypoint /manager -env PATH=/ -platform linux/$(IMAGE_ARCH) \
+		-label org.opencontainers.image.title=blis-operator -label org.opencontainers.image.version=$(VERSION)
+	@if [ -S node/containerd.sock ]; then \
+		ctr --address node/containerd.sock --namespace k8s.io images import $(IMAGE_TAR) && \
+		echo "imported $(IMG) into the single-node cluster"; \
+	else echo "single-node cluster not running: $(IMAGE_TAR) not imported"; fi
+
+# A container engine is not needed for any of the above; docker-build is for users who have one.
+CONTAINER_TOOL ?= docker
+
+.PHONY: docker-build
+docker-build: ## Build image $(IMG) with a container engine from the Dockerfile (multi-stage, static, non-root).
+	$(CONTAINER_TOOL) build --build-arg VERSION=$(VERSION) -t $(IMG) .
+
+.PHONY: docker-push
+docker-push: ## Push image $(IMG) with a container engine.
+	$(CONTAINER_TOOL) push $(IMG)
+
 ##@ Deployment
 
 ifndef ignore-not-found
@@ -118,6 +152,35 @@ envtest: $(LOCALBIN) ## Build etcd, kube-apiserver and kubectl for controller te
 node-binaries: $(LOCALBIN) ## Build the binaries of the single-node test cluster (once, into bin/k8s).
 	hack/build-k8s.sh node
 
+# The single-node cluster: state under node/ (git-ignored), admin kubeconfig node/kubeconfig.
+NODE_KUBECONFIG ?= $(shell pwd)/node/kubeconfig
+# Keep the cluster running after test-e2e (E2E_KEEP=1) to inspect it; `make node-down` later.
+E2E_KEEP ?= 0
+E2E_TIMEOUT ?= 15m
+
+.PHONY: node-deps
+node-deps: ## Install the Debian packages of the single-node cluster (containerd, runc, CNI plugins, ...) if missing.
+	hack/install-node-deps.sh
+
+.PHONY: node-up
+node-up: node-binaries node-deps ## Start the single-node cluster where pods really run (no-op when up). Needs root.
+	hack/node-up.sh
+
+.PHONY: node-down
+node-down: ## Stop the single-node cluster and clean the host (keeps PKI, imported images and node/logs).
+	hack/node-down.sh
+
+.PHONY: test-e2e
+test-e2e: node-binaries node-deps manifests kustomize mkimage ## Start the node, build and load the image, deploy config/default, run test/e2e, tear down.
+	@trap '[ "$(E2E_KEEP)" = 1 ] || hack/node-down.sh' EXIT; \
+	hack/node-up.sh; \
+	export KUBECONFIG="$(NODE_KUBECONFIG)"; \
+	$(MAKE) --no-print-directory image IMG="$(IMG)"; \
+	existed=$$($(KUBECTL) -n blis-system get deployment blis-operator-controller-manager -o name 2>/dev/null || true); \
+	$(MAKE) --no-print-directory deploy IMG="$(IMG)"; \
+	if [ -n "$$existed" ]; then $(KUBECTL) -n blis-system rollout restart deployment/blis-operator-controller-manager; fi; \
+	E2E_KUBECTL="$(KUBECTL)" go test -tags e2e ./test/e2e -count=1 -v -timeout $(E2E_TIMEOUT)
+
 ##@ Tools
 
 .PHONY: controller-gen
@@ -134,6 +197,13 @@ $(KUSTOMIZE): | $(LOCALBIN)
 golangci-lint: $(GOLANGCI_LINT)
 $(GOLANGCI_LINT): | $(LOCALBIN)
 	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
+
+MKIMAGE ?= $(LOCALBIN)/mkimage
+
+.PHONY: mkimage
+mkimage: $(MKIMAGE)
+$(MKIMAGE): hack/tools/mkimage/main.go hack/tools/mkimage/go.mod | $(LOCALBIN)
+	cd hack/tools/mkimage && CGO_ENABLED=0 go build -trimpath -o $(MKIMAGE) .
 
 .PHONY: helm
 helm: $(HELM)
