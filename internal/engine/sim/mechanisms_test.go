@@ -264,3 +264,20 @@ func TestITLAggregatesCompletedRequestsOnly(t *testing.T) {
 		t.Logf("%s: %d gaps, %d deferred decode tokens", sc.name, count, deferred)
 	}
 }
+
+// Without max-model-len, a request whose prompt and output can never fit in the cache is
+// dropped instead of being preempted and recomputed forever (it has no deadline here).
+func TestNeverFittingRequestIsDropped(t *testing.T) {
+	ic := testInstance(plainModel())
+	ic.TotalKVBlocks, ic.BlockSize = 4, 4
+	res := runOne(t, ic, []workload.Request{
+		{ID: 1, InputLen: 8, OutputLen: 20, Timeout: -1}, // 27 tokens held at most: 7 blocks
+		{ID: 2, InputLen: 8, OutputLen: 9, Timeout: -1},  // 16 tokens: exactly 4 blocks
+	})
+	if r := res.Records[0]; r.Outcome != OutcomeDropped || r.DropReason != DropExceedsKVCache {
+		t.Errorf("request 1: %+v", r)
+	}
+	if r := res.Records[1]; r.Outcome != OutcomeCompleted || r.OutputTokens != 9 {
+		t.Errorf("request 2: %+v", r)
+	}
+}

@@ -318,6 +318,12 @@ func (s *simulation) onQueued(slot int32) {
 	case in.kv.BlocksForTokens(r.input) > in.kv.TotalBlocks():
 		s.drop(in, slot, DropExceedsKVCache)
 		return
+	case c.MaxModelLen == 0 && int64(in.kv.BlocksForTokens(r.input+max(r.output, 1)-1)) > int64(in.kv.TotalBlocks()):
+		// Without a length limit nothing else stops a request that can never fit in the cache:
+		// it would be preempted and recomputed forever. (With max-model-len set, validation
+		// guarantees a full-length sequence fits.)
+		s.drop(in, slot, DropExceedsKVCache)
+		return
 	}
 	in.stats.TotalInputTokens += int64(r.input)
 	if r.deadline > 0 && r.deadline <= s.now {
