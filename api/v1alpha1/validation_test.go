@@ -448,6 +448,7 @@ func TestInvalidManifestsRejected(t *testing.T) {
 			}
 			for _, c := range status.ErrStatus.Details.Causes {
 				if c.Field == tc.wantField && strings.Contains(c.Message, tc.wantMsg) {
+					t.Log(err)
 					return
 				}
 			}
