@@ -1,15 +1,41 @@
 // Package sim is the simulation core: a deterministic discrete-event model of a cluster of
 // vLLM v1 replicas sharing one clock, with online routing at arrival.
 //
+// # Event loop
+//
 // A run is a single-threaded loop over a value-typed event heap ordered by (time, kind,
-// insertion sequence). Requests stream in from a workload.Source one at a time and live in a
-// slab of reusable slots, so memory is proportional to the requests in flight, not to the
-// workload. Each instance forms batches exactly as vLLM v1's scheduler does (as modelled by
-// BLIS): running requests first, in order, each getting its remaining prefill chunk (capped by
-// the long-prefill threshold, the token budget and max-model-len) or one decode token, with
-// recompute preemption when KV blocks run out; then, if nothing was preempted, admissions from
-// the head of the wait queue with prefix-cache reuse, until the batch or the budget is full or
-// an allocation fails.
+// insertion sequence); kinds follow the request pipeline (cluster arrival, admission, routing,
+// instance arrival, wait-queue entry, step, timeout). Requests stream in from a workload.Source
+// one at a time and live in a slab of reusable slots, so memory is proportional to the
+// requests in flight, not to the workload. Randomness comes only from the partitioned streams
+// of the master seed (the router gets the "router" stream); nothing reads the wall clock,
+// iterates a map or starts a goroutine, so a run is a pure function of its input.
+//
+// # Instances
+//
+// Each instance forms batches as vLLM v1's scheduler does, as upstream BLIS models it: running
+// requests first, in order, each getting its remaining prefill chunk (capped by the
+// long-prefill threshold, the token budget and max-model-len) or one decode token, with
+// recompute preemption (fcfs: the tail; priority: the largest (priority, arrival)) when KV
+// blocks run out; then, if nothing was preempted, admissions from the head of the wait queue
+// with prefix-cache reuse, until the batch or the budget is full or an allocation fails. TTFT,
+// inter-token gaps, E2E, scheduling delay, enqueue guards (max-model-len, KV capacity) and
+// per-request timeouts follow BLIS's definitions.
+//
+// A step walks the running batch twice (formation, then execution and completions), touching
+// each request's small batch entry; decode tokens that fit in a request's last KV block are
+// only counted, and the cache is told at block boundaries (same blocks, same order). A
+// reference mode in the tests tells the cache every token and must give identical results.
+//
+// # Differences from upstream BLIS
+//
+//   - A prefill chunk's context for the latency model is the tokens already cached (prefix
+//     hit plus earlier chunks); BLIS passes 0 for a request's first chunk after a prefix hit.
+//   - When a claimed prefix cannot be completed by a new allocation, the claimed blocks go
+//     back to the free list's tail (the cache has no "peek then claim" operation).
+//   - Without max-model-len (API use only; the CLI always derives it), a request that can
+//     never fit in the cache is dropped instead of being recomputed forever.
+//   - Requests in the API-server queueing delay count as still queued at the end of a run.
 package sim
 
 import (
