@@ -142,6 +142,16 @@ build-installer: manifests generate kustomize ## Write dist/install.yaml (CRDs a
 	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
 	$(KUSTOMIZE) build config/default > dist/install.yaml
 
+##@ Helm
+
+.PHONY: helm-sync
+helm-sync: manifests kustomize ## Regenerate the Helm chart's CRDs and RBAC (charts/blis-operator/templates/generated) from config/.
+	KUSTOMIZE=$(KUSTOMIZE) hack/sync-chart.sh
+
+.PHONY: helm-check
+helm-check: manifests kustomize helm ## Fail when the Helm chart drifts from config/; lint it and compare its objects with config/default.
+	KUSTOMIZE=$(KUSTOMIZE) HELM=$(HELM) hack/sync-chart.sh --check
+
 ##@ Test clusters
 
 .PHONY: envtest
