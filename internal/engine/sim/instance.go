@@ -316,111 +316,14 @@ func (s *simulation) step(in *instance, now int64) {
 	}
 	in.stepCount++
 	in.stats.Steps++
-	step := in.stepCount
-	c := in.cfg
-	budget := int64(c.MaxNumBatchedTokens)
-	thr, mml := c.LongPrefillTokenThreshold, c.MaxModelLen
+	budget := int64(in.cfg.MaxNumBatchedTokens)
 	sh := &in.shape
 	sh.Prefill, sh.PrefillTokens, sh.DecodeRequests, sh.DecodeContext = sh.Prefill[:0], 0, 0, 0
 	in.chunkOwner = in.chunkOwner[:0]
-	preempted := false
 
-	// Phase 1: running requests, in order.
-	for i := 0; i < len(in.running); i++ {
-		if budget <= 0 {
-			break
-		}
-		e := &in.running[i]
-		if e.progress < e.input {
-			n := e.input - e.progress
-			if thr > 0 && thr < n {
-				n = thr
-			}
-			n = int32(min(int64(n), budget))
-			if mml > 0 {
-				n = min(n, max(mml-1-e.progress, 0))
-			}
-			if n == 0 {
-				continue
-			}
-			ok, adj := s.reserve(in, i, n, &budget, &preempted)
-			i -= adj
-			if !ok {
-				break
-			}
-			e = &in.running[i]
-			budget -= int64(n)
-			e.numNew, e.stamp = n, step
-			in.addChunk(e.slot, n, e.progress, e.input)
-		} else if e.output > 0 {
-			if mml > 0 && e.progress+1 > mml-1 {
-				continue // at the length cap: completes below without a token
-			}
-			if e.room > 0 && !s.eagerKV {
-				// Fast path of growDecode: the token fits in the last block.
-				e.room--
-				e.lazy++
-			} else {
-				ok, adj := s.reserve(in, i, 1, &budget, &preempted)
-				i -= adj
-				if !ok {
-					break
-				}
-				e = &in.running[i]
-			}
-			budget--
-			e.numNew, e.stamp = 1, step
-			sh.DecodeRequests++
-			sh.DecodeContext += int64(e.progress)
-		}
+	if !s.scheduleRunning(in, &budget) {
+		s.admitWaiting(in, now, budget)
 	}
-
-	// Phase 2: admissions from the wait queue, only if nothing was preempted.
-	if !preempted {
-		bs := c.BlockSize
-		for int32(len(in.running)) < c.MaxNumSeqs && budget > 0 {
-			slot, ok := in.frontLive(s.slab.reqs)
-			if !ok {
-				break
-			}
-			r := &s.slab.reqs[slot]
-			t := in.takeTable(int((int64(r.input)+int64(r.output))/int64(bs)) + 1)
-			var cached int32
-			if !c.DisablePrefixCaching {
-				cached = in.kv.ClaimPrefix(t, r.hashes, r.input) * bs
-			}
-			n := r.input - cached
-			if thr > 0 && thr < n {
-				n = thr
-			}
-			if c.DisableChunkedPrefill && int64(n) > budget {
-				in.kv.Release(t)
-				break
-			}
-			n = int32(min(int64(n), budget))
-			if mml > 0 {
-				n = min(n, max(mml-1-cached, 0))
-			}
-			if !in.kv.Grow(t, n, r.hashes) {
-				in.kv.Release(t) // give back the claimed prefix; head-of-line blocking
-				break
-			}
-			in.waitQ.popFront(true)
-			in.running = append(in.running, runEntry{
-				slot: slot, progress: cached, input: r.input, output: r.output,
-				numNew: n, stamp: step, kv: *t,
-			})
-			*t = kvcache.Table{}
-			ne := &in.running[len(in.running)-1]
-			in.setRoom(ne, &ne.kv)
-			r.state = stRunning
-			r.scheduledAt = now
-			r.schedDelay = now - r.arrival
-			budget -= int64(n)
-			in.addChunk(slot, n, cached, r.input)
-		}
-	}
-
 	if used := int64(in.kv.UsedBlocks()); used > in.stats.PeakKVBlocks {
 		in.stats.PeakKVBlocks = used
 	}
@@ -432,10 +335,134 @@ func (s *simulation) step(in *instance, now int64) {
 	in.gaps = append(in.gaps, gap)
 	in.itlDiff = append(in.itlDiff, 0)
 
-	// Execution and completions, in running order (release order shapes the LRU free list).
 	done := now + stepTime
+	if s.execute(in, done, gap) {
+		in.lastEvent(done)
+	}
+	if len(in.running) > 0 || in.waitQ.live > 0 {
+		s.heap.push(done, evStep, in.idx, -1)
+	} else {
+		in.stepPending = false
+	}
+}
+
+// scheduleRunning is phase 1 of batch formation: the running requests, in order, each get
+// their next prefill chunk or one decode token while the budget lasts, preempting when KV
+// blocks run out. It reports whether anything was preempted.
+func (s *simulation) scheduleRunning(in *instance, budget *int64) (preempted bool) {
+	step := in.stepCount
+	c := in.cfg
+	thr, mml := c.LongPrefillTokenThreshold, c.MaxModelLen
+	sh := &in.shape
+	for i := 0; i < len(in.running); i++ {
+		if *budget <= 0 {
+			break
+		}
+		e := &in.running[i]
+		if e.progress < e.input {
+			n := e.input - e.progress
+			if thr > 0 && thr < n {
+				n = thr
+			}
+			n = int32(min(int64(n), *budget))
+			if mml > 0 {
+				n = min(n, max(mml-1-e.progress, 0))
+			}
+			if n == 0 {
+				continue
+			}
+			ok, adj := s.reserve(in, i, n, budget, &preempted)
+			i -= adj
+			if !ok {
+				break
+			}
+			e = &in.running[i]
+			*budget -= int64(n)
+			e.numNew, e.stamp = n, step
+			in.addChunk(e.slot, n, e.progress, e.input)
+			continue
+		}
+		// Decoding (requests with fewer than two output tokens finish with their prefill).
+		if mml > 0 && e.progress+1 > mml-1 {
+			continue // at the length cap: completes below without a token
+		}
+		if e.room > 0 && !s.eagerKV {
+			// Fast path of growDecode: the token fits in the last block.
+			e.room--
+			e.lazy++
+		} else {
+			ok, adj := s.reserve(in, i, 1, budget, &preempted)
+			i -= adj
+			if !ok {
+				break
+			}
+			e = &in.running[i]
+		}
+		*budget--
+		e.numNew, e.stamp = 1, step
+		sh.DecodeRequests++
+		sh.DecodeContext += int64(e.progress)
+	}
+	return preempted
+}
+
+// admitWaiting is phase 2 of batch formation: requests from the head of the wait queue join
+// the batch, reusing cached prompt blocks, while the batch and the budget have room; the first
+// that cannot get its KV blocks stops admission (head-of-line, as in vLLM).
+func (s *simulation) admitWaiting(in *instance, now, budget int64) {
+	step := in.stepCount
+	c := in.cfg
+	thr, mml, bs := c.LongPrefillTokenThreshold, c.MaxModelLen, c.BlockSize
+	for int32(len(in.running)) < c.MaxNumSeqs && budget > 0 {
+		slot, ok := in.frontLive(s.slab.reqs)
+		if !ok {
+			return
+		}
+		r := &s.slab.reqs[slot]
+		t := in.takeTable(int((int64(r.input)+int64(r.output))/int64(bs)) + 1)
+		var cached int32
+		if !c.DisablePrefixCaching {
+			cached = in.kv.ClaimPrefix(t, r.hashes, r.input) * bs
+		}
+		n := r.input - cached
+		if thr > 0 && thr < n {
+			n = thr
+		}
+		if c.DisableChunkedPrefill && int64(n) > budget {
+			in.kv.Release(t)
+			return
+		}
+		n = int32(min(int64(n), budget))
+		if mml > 0 {
+			n = min(n, max(mml-1-cached, 0))
+		}
+		if !in.kv.Grow(t, n, r.hashes) {
+			in.kv.Release(t) // give back the claimed prefix; head-of-line blocking
+			return
+		}
+		in.waitQ.popFront(true)
+		in.running = append(in.running, runEntry{
+			slot: slot, progress: cached, input: r.input, output: r.output,
+			numNew: n, stamp: step, kv: *t,
+		})
+		*t = kvcache.Table{}
+		ne := &in.running[len(in.running)-1]
+		in.setRoom(ne, &ne.kv)
+		r.state = stRunning
+		r.scheduledAt = now
+		r.schedDelay = now - r.arrival
+		budget -= int64(n)
+		in.addChunk(slot, n, cached, r.input)
+	}
+}
+
+// execute applies the step's work to the running batch and completes finished requests, in
+// running order (the release order shapes the LRU free list). done is the end of the step and
+// gap the inter-token latency it gives. It reports whether any request completed.
+func (s *simulation) execute(in *instance, done, gap int64) (completed bool) {
+	step := in.stepCount
+	mml := in.cfg.MaxModelLen
 	keep := 0
-	completed := false
 	for i := 0; i < len(in.running); i++ {
 		e := &in.running[i]
 		if e.stamp == step {
@@ -487,12 +514,5 @@ func (s *simulation) step(in *instance, now int64) {
 		s.finishRequest(in, slot, OutcomeCompleted, done, "")
 	}
 	in.running = in.running[:keep]
-	if completed {
-		in.lastEvent(done)
-	}
-	if len(in.running) > 0 || in.waitQ.live > 0 {
-		s.heap.push(done, evStep, in.idx, -1)
-	} else {
-		in.stepPending = false
-	}
+	return completed
 }
