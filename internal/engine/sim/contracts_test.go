@@ -305,3 +305,23 @@ func TestContractUnservableDrops(t *testing.T) {
 		t.Errorf("dropped prompts must not count as input tokens: %d", st0.TotalInputTokens)
 	}
 }
+
+// Scenario "KV blocks conserved during simulation": an instance with 29,205 blocks keeps
+// allocated + free == 29,205 after every event of a run that fills and drains the cache.
+func TestContractKVConservationScenario(t *testing.T) {
+	ic := testInstance(defaultModel())
+	ic.TotalKVBlocks, ic.MaxNumSeqs, ic.MaxNumBatchedTokens = 29205, 256, 8192
+	cfg := &Config{Instances: []InstanceConfig{ic}}
+	reqs := gen(genSpec{n: 400, gapUs: 500, inMean: 1500, inStd: 500, outMean: 400, outSd: 200, prefixLen: 128, prefixGroups: 8, seed: 24})
+	peak := int32(0)
+	simulate(t, cfg, reqs, func(s *simulation, _ *event) {
+		kv := s.insts[0].kv
+		if kv.UsedBlocks()+kv.FreeBlocks() != 29205 {
+			t.Fatalf("used %d + free %d != 29205", kv.UsedBlocks(), kv.FreeBlocks())
+		}
+		peak = max(peak, kv.UsedBlocks())
+	})
+	if peak < 10000 {
+		t.Errorf("the run used at most %d blocks; it should fill a good part of the cache", peak)
+	}
+}
