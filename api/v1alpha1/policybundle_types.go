@@ -28,7 +28,7 @@ import (
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.blisConfigMapRef) || !(has(self.admission) || has(self.priority) || has(self.routing) || has(self.scheduler) || has(self.instanceScheduler) || has(self.preemption) || has(self.tenantBudgets) || has(self.nodePools) || has(self.autoscaler) || has(self.instanceLifecycle))",message="blisConfigMapRef and the typed policy fields are mutually exclusive",fieldPath=".blisConfigMapRef"
 // +kubebuilder:validation:XValidation:rule="!has(self.scheduler) || !has(self.instanceScheduler) || !(has(self.instanceScheduler.decisionTree) || has(self.instanceScheduler.cel))",message="scheduler names a template; it cannot be combined with an instanceScheduler decisionTree or cel policy",fieldPath=".instanceScheduler"
-// +kubebuilder:validation:XValidation:rule="!has(self.instanceScheduler) || !has(self.instanceScheduler.parameters) || has(self.scheduler)",message="instanceScheduler.parameters are parameters of the scheduler template and need scheduler",fieldPath=".instanceScheduler.parameters"
+// +kubebuilder:validation:XValidation:rule="!has(self.instanceScheduler) || !(has(self.instanceScheduler.parameters) || has(self.instanceScheduler.options) || has(self.instanceScheduler.parameterMaps)) || has(self.scheduler)",message="instanceScheduler parameters, options and parameterMaps belong to the scheduler template and need scheduler",fieldPath=".instanceScheduler"
 type PolicyBundleSpec struct {
 	// BlisConfigMapRef points at a ConfigMap key holding an unchanged BLIS policy file, used
 	// instead of the typed fields below.
@@ -90,17 +90,38 @@ type PolicyBundleSpec struct {
 	Lineage *Lineage `json:"lineage,omitempty"`
 }
 
-// PolicyForms are the non-template ways to express a policy stage, plus the numeric
-// parameters of a template. At most one of decisionTree and cel may be set.
+// NumberTable maps names chosen by the user (SLO classes, tenants) to numbers.
+// +kubebuilder:validation:MaxProperties=64
+type NumberTable map[string]float64
+
+// PolicyForms are the settings of a stage's template (numeric parameters, options and
+// tables) and the non-template ways to express the stage. At most one of decisionTree and cel
+// may be set.
 //
 // +kubebuilder:validation:XValidation:rule="!(has(self.decisionTree) && has(self.cel))",message="set at most one of decisionTree and cel"
 type PolicyForms struct {
 	// Parameters are the numeric parameters of the stage's template, by the template's
-	// parameter names (for example cache_affinity_weight); the names are checked when the
-	// bundle is resolved. This map is what parameter-space optimizers mutate.
+	// parameter names (for example score of constant, default_score of tenant-priority); the
+	// names are checked when the bundle is resolved. This map is what parameter-space
+	// optimizers mutate.
 	// +kubebuilder:validation:MaxProperties=32
 	// +optional
 	Parameters map[string]float64 `json:"parameters,omitempty"`
+
+	// Options are the template's non-numeric settings by name, for example cost: request
+	// (token-bucket), tie_break: lowest (least-loaded), signal: queue-depth; switches are
+	// written "true" or "false" (per_tenant: "true").
+	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 256)",message="option values are at most 256 characters"
+	// +optional
+	Options map[string]string `json:"options,omitempty"`
+
+	// ParameterMaps are the template's tables by name, each mapping user names to numbers,
+	// for example class_scores (slo-based: SLO class to score), tenant_scores
+	// (tenant-priority), targets_us (deadline-aware), quotas (tenant-quota).
+	// +kubebuilder:validation:MaxProperties=8
+	// +optional
+	ParameterMaps map[string]NumberTable `json:"parameterMaps,omitempty"`
 
 	// DecisionTree expresses the policy as an interpretable decision tree.
 	// +optional
@@ -122,7 +143,7 @@ type PolicyForms struct {
 // decisionTree or cel; with none of them the stage is always-admit.
 //
 // +kubebuilder:validation:XValidation:rule="(has(self.policy) ? 1 : 0) + (has(self.decisionTree) ? 1 : 0) + (has(self.cel) ? 1 : 0) <= 1",message="set at most one of policy, decisionTree and cel"
-// +kubebuilder:validation:XValidation:rule="!has(self.parameters) || has(self.policy)",message="parameters apply to a template and need policy",fieldPath=".parameters"
+// +kubebuilder:validation:XValidation:rule="!(has(self.parameters) || has(self.options) || has(self.parameterMaps)) || has(self.policy)",message="parameters, options and parameterMaps apply to a template and need policy"
 type AdmissionPolicy struct {
 	// Policy is the admission template.
 	// +kubebuilder:validation:Enum=always-admit;token-bucket;rate-limit;tenant-quota;reject-all;tier-shed;gaie-legacy
@@ -187,7 +208,7 @@ type AdmissionPolicy struct {
 // PriorityPolicy is the priority stage. With no policy, decisionTree or cel it is constant.
 //
 // +kubebuilder:validation:XValidation:rule="(has(self.policy) ? 1 : 0) + (has(self.decisionTree) ? 1 : 0) + (has(self.cel) ? 1 : 0) <= 1",message="set at most one of policy, decisionTree and cel"
-// +kubebuilder:validation:XValidation:rule="!has(self.parameters) || has(self.policy)",message="parameters apply to a template and need policy",fieldPath=".parameters"
+// +kubebuilder:validation:XValidation:rule="!(has(self.parameters) || has(self.options) || has(self.parameterMaps)) || has(self.policy)",message="parameters, options and parameterMaps apply to a template and need policy"
 type PriorityPolicy struct {
 	// Policy is the priority template.
 	// +kubebuilder:validation:Enum=constant;slo-based;tenant-priority;deadline-aware;inverted-slo
@@ -200,7 +221,7 @@ type PriorityPolicy struct {
 // RoutingPolicy is the routing stage. With no policy, decisionTree or cel it is round-robin.
 //
 // +kubebuilder:validation:XValidation:rule="(has(self.policy) ? 1 : 0) + (has(self.decisionTree) ? 1 : 0) + (has(self.cel) ? 1 : 0) <= 1",message="set at most one of policy, decisionTree and cel"
-// +kubebuilder:validation:XValidation:rule="!has(self.parameters) || has(self.policy)",message="parameters apply to a template and need policy",fieldPath=".parameters"
+// +kubebuilder:validation:XValidation:rule="!(has(self.parameters) || has(self.options) || has(self.parameterMaps)) || has(self.policy)",message="parameters, options and parameterMaps apply to a template and need policy"
 // +kubebuilder:validation:XValidation:rule="!has(self.scorers) || (has(self.policy) && self.policy in ['weighted', 'weighted-scoring'])",message="scorers apply only to the weighted (weighted-scoring) routing policy",fieldPath=".scorers"
 // +kubebuilder:validation:XValidation:rule="!has(self.picker) || (has(self.policy) && self.policy in ['weighted', 'weighted-scoring'])",message="picker applies only to the weighted (weighted-scoring) routing policy",fieldPath=".picker"
 type RoutingPolicy struct {
@@ -258,7 +279,7 @@ type Scorer struct {
 // (preempt the most recently scheduled request).
 //
 // +kubebuilder:validation:XValidation:rule="(has(self.policy) ? 1 : 0) + (has(self.decisionTree) ? 1 : 0) + (has(self.cel) ? 1 : 0) <= 1",message="set at most one of policy, decisionTree and cel"
-// +kubebuilder:validation:XValidation:rule="!has(self.parameters) || has(self.policy)",message="parameters apply to a template and need policy",fieldPath=".parameters"
+// +kubebuilder:validation:XValidation:rule="!(has(self.parameters) || has(self.options) || has(self.parameterMaps)) || has(self.policy)",message="parameters, options and parameterMaps apply to a template and need policy"
 type PreemptionPolicy struct {
 	// Policy is the preemption template.
 	// +kubebuilder:validation:Enum=fcfs;priority
@@ -327,7 +348,7 @@ type NodePool struct {
 // saturation analyzer configured by analyzer.
 //
 // +kubebuilder:validation:XValidation:rule="(has(self.policy) ? 1 : 0) + (has(self.decisionTree) ? 1 : 0) + (has(self.cel) ? 1 : 0) <= 1",message="set at most one of policy, decisionTree and cel"
-// +kubebuilder:validation:XValidation:rule="!has(self.parameters) || has(self.policy)",message="parameters apply to a template and need policy",fieldPath=".parameters"
+// +kubebuilder:validation:XValidation:rule="!(has(self.parameters) || has(self.options) || has(self.parameterMaps)) || has(self.policy)",message="parameters, options and parameterMaps apply to a template and need policy"
 type AutoscalerPolicy struct {
 	// Policy is the autoscale template.
 	// +kubebuilder:validation:Enum=threshold;target-utilization;queue-depth;oscillator

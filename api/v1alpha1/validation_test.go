@@ -345,7 +345,7 @@ var invalidCases = []invalidCase{
 	{"policy: unknown scheduler", basePolicy, []edit{to("spec.scheduler", "lifo")},
 		"spec.scheduler", "Unsupported value"},
 	{"policy: parameters without a template", basePolicy, []edit{to("spec.priority", "{parameters: {critical_score: 10}}")},
-		"spec.priority.parameters", "need policy"},
+		"spec.priority", "need policy"},
 
 	// WorkloadSpec
 	{"workload: no request source", baseWorkload, []edit{del("spec.clients")},

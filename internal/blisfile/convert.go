@@ -213,6 +213,12 @@ func WorkloadToBLIS(spec *blisv1alpha1.WorkloadSpecSpec) ([]byte, error) {
 	if spec.BlisConfigMapRef != nil {
 		return nil, errors.New("the spec references a BLIS file in ConfigMap " + spec.BlisConfigMapRef.Name + "; that file is the BLIS form")
 	}
+	if spec.Scenario != "" {
+		return nil, errors.New("the spec names built-in scenario " + spec.Scenario + "; its BLIS form comes from the engine's scenario catalog")
+	}
+	if spec.Trace != nil {
+		return nil, errors.New("the spec replays a trace; a trace has no BLIS workload spec form")
+	}
 	return toBLIS(spec)
 }
 

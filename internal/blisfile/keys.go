@@ -85,6 +85,22 @@ func ToSnake(key string) string {
 	return b.String()
 }
 
+// VerbatimValueKeys are the keys whose whole value is user data at every depth and is copied
+// unchanged: template options (strings) and template tables (name -> name -> number).
+var VerbatimValueKeys = []string{
+	"options",        // policy stages: option name -> string
+	"parameter_maps", // policy stages: table name -> (user name -> number)
+}
+
+func isVerbatimValue(snakeKey string) bool {
+	for _, k := range VerbatimValueKeys {
+		if k == snakeKey {
+			return true
+		}
+	}
+	return false
+}
+
 func isVerbatim(snakeKey string) bool {
 	for _, k := range VerbatimMapKeys {
 		if k == snakeKey {
@@ -105,6 +121,10 @@ func rewriteKeys(v any, rename func(string) string, toSnake bool) any {
 			snake := k
 			if toSnake {
 				snake = ToSnake(k)
+			}
+			if isVerbatimValue(snake) {
+				out[rename(k)] = val
+				continue
 			}
 			if isVerbatim(snake) {
 				if m, ok := val.(map[string]any); ok {
