@@ -364,6 +364,9 @@ func (p profile) at(t float64) (float64, float64) {
 	m, until := 1.0, math.Inf(1)
 	for _, f := range p {
 		fm, fu := f.at(t)
+		if fm == 0 && math.IsInf(fu, 1) {
+			return 0, fu // silent forever, whatever the other factors do
+		}
 		m *= fm
 		if fu < until {
 			until = fu
@@ -373,12 +376,12 @@ func (p profile) at(t float64) (float64, float64) {
 }
 
 // advance returns the time t' >= t at which the integral of the profile from t reaches du
-// (operational time), or +Inf if it never does. An empty profile is the identity.
-func (p profile) advance(t, du float64) float64 {
+// (operational time), or +Inf if it does not before limit. An empty profile is the identity.
+func (p profile) advance(t, du, limit float64) float64 {
 	if len(p) == 0 {
 		return t + du
 	}
-	for {
+	for t < limit {
 		m, until := p.at(t)
 		if m > 0 {
 			end := t + du/m
@@ -396,4 +399,5 @@ func (p profile) advance(t, du float64) float64 {
 		}
 		t = until
 	}
+	return math.Inf(1)
 }

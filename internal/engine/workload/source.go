@@ -53,7 +53,7 @@ func (c *clientGen) advance(horizon int64) {
 		}
 		if ph.rate > 0 {
 			u := ph.proc.gap(c.rng) * 1e6 / ph.rate
-			t := ph.prof.advance(c.t, u)
+			t := ph.prof.advance(c.t, u, math.Min(ph.end, float64(horizon)))
 			if t < ph.end && t <= float64(horizon) {
 				c.t = t
 				c.next = int64(math.Round(t))
