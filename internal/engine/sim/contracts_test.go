@@ -142,8 +142,11 @@ func TestContractPerEventInvariants(t *testing.T) {
 			}
 			maxBatch = max(maxBatch, len(in.running))
 		}
-		maxHeap = max(maxHeap, s.heap.len())
+		maxHeap = max(maxHeap, s.heap.len()+s.dead.len())
 		maxLive = max(maxLive, s.slab.live)
+		if s.dead.len() > s.slab.live {
+			t.Fatalf("%d deadlines pending for %d live requests", s.dead.len(), s.slab.live)
+		}
 	})
 	if maxBatch > int(ic.MaxNumSeqs) || maxBatch == 0 {
 		t.Errorf("largest batch %d, limit %d", maxBatch, ic.MaxNumSeqs)

@@ -49,8 +49,7 @@ func (h *eventHeap) len() int { return len(h.items) }
 
 // push schedules an event; the sequence number makes the order total and insertion-stable.
 func (h *eventHeap) push(time int64, kind uint8, inst, req int32) {
-	h.seq++
-	e := event{time: time, key: uint64(kind)<<56 | h.seq, inst: inst, req: req}
+	e := h.newEvent(time, kind, inst, req)
 	h.items = append(h.items, e)
 	items := h.items
 	i := len(items) - 1
@@ -97,4 +96,96 @@ func (h *eventHeap) pop() event {
 	}
 	items[i] = last
 	return top
+}
+
+// newEvent builds an event with the next sequence number, for either queue.
+func (h *eventHeap) newEvent(time int64, kind uint8, inst, req int32) event {
+	h.seq++
+	return event{time: time, key: uint64(kind)<<56 | h.seq, inst: inst, req: req}
+}
+
+// deadlineQueue holds request deadlines in a binary min-heap with the same order as
+// eventHeap, indexed by request slot so that a request that finishes cancels its deadline in
+// O(log n). The event queue therefore holds only events of requests still in flight, instead
+// of every deadline of the last timeout period.
+type deadlineQueue struct {
+	items []event
+	pos   []int32 // by slot: index in items, or -1
+}
+
+func (q *deadlineQueue) len() int { return len(q.items) }
+
+func (q *deadlineQueue) peek() *event { return &q.items[0] }
+
+func (q *deadlineQueue) set(i int, e event) {
+	q.items[i] = e
+	q.pos[e.req] = int32(i)
+}
+
+// push adds the deadline event e (e.req is the slot).
+func (q *deadlineQueue) push(e event) {
+	for int(e.req) >= len(q.pos) {
+		q.pos = append(q.pos, -1)
+	}
+	q.items = append(q.items, e)
+	q.up(len(q.items)-1, e)
+}
+
+func (q *deadlineQueue) up(i int, e event) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !e.before(&q.items[p]) {
+			break
+		}
+		q.set(i, q.items[p])
+		i = p
+	}
+	q.set(i, e)
+}
+
+func (q *deadlineQueue) down(i int, e event) {
+	n := len(q.items)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		c := l
+		if r := l + 1; r < n && q.items[r].before(&q.items[l]) {
+			c = r
+		}
+		if !q.items[c].before(&e) {
+			break
+		}
+		q.set(i, q.items[c])
+		i = c
+	}
+	q.set(i, e)
+}
+
+// removeAt deletes the item at index i and returns it.
+func (q *deadlineQueue) removeAt(i int) event {
+	e := q.items[i]
+	q.pos[e.req] = -1
+	n := len(q.items) - 1
+	last := q.items[n]
+	q.items = q.items[:n]
+	if i < n {
+		if i > 0 && last.before(&q.items[(i-1)/2]) {
+			q.up(i, last)
+		} else {
+			q.down(i, last)
+		}
+	}
+	return e
+}
+
+// pop removes and returns the earliest deadline.
+func (q *deadlineQueue) pop() event { return q.removeAt(0) }
+
+// cancel removes slot's deadline, if it has one.
+func (q *deadlineQueue) cancel(slot int32) {
+	if int(slot) < len(q.pos) && q.pos[slot] >= 0 {
+		q.removeAt(int(q.pos[slot]))
+	}
 }

@@ -65,6 +65,7 @@ type simulation struct {
 	insts   []instance
 	slab    slab
 	heap    eventHeap
+	dead    deadlineQueue
 	src     workload.Source
 	react   workload.Reactive
 	router  Router
@@ -156,23 +157,24 @@ func newSimulation(cfg *Config, src workload.Source) *simulation {
 func (s *simulation) run() error {
 	s.pullSource()
 	horizon := s.cfg.Horizon
-	for s.heap.len() > 0 && s.err == nil {
-		if horizon > 0 && s.heap.peek().time > horizon {
+	for s.err == nil {
+		// The next event is the earlier of the event heap's and the deadline queue's heads.
+		var next *event
+		fromDead := false
+		if s.heap.len() > 0 {
+			next = s.heap.peek()
+		}
+		if s.dead.len() > 0 && (next == nil || s.dead.peek().before(next)) {
+			next, fromDead = s.dead.peek(), true
+		}
+		if next == nil || (horizon > 0 && next.time > horizon) {
 			break
 		}
-		ev := s.heap.pop()
-		if ev.req >= 0 && ev.kind() != evStep {
-			// Request events of a slot that has since been freed (a timed-out request's
-			// pending events, a completed request's timeout) are dropped without touching the
-			// clock, so cancelled deadlines never extend the run.
-			r := &s.slab.reqs[ev.req]
-			if ev.kind() == evTimeout {
-				if r.gen != uint32(ev.inst) || r.state == stFree {
-					continue
-				}
-			} else if r.state == stFree {
-				continue
-			}
+		var ev event
+		if fromDead {
+			ev = s.dead.pop()
+		} else {
+			ev = s.heap.pop()
 		}
 		if ev.time < s.now {
 			return fmt.Errorf("sim: clock would move backwards from %d to %d", s.now, ev.time)
@@ -367,7 +369,7 @@ func (s *simulation) onQueued(slot int32) {
 	r.enqueuedAt = s.now
 	in.waitQ.pushBack(qEntry(slot, r.gen))
 	if r.deadline > 0 && (s.cfg.Horizon == 0 || r.deadline <= s.cfg.Horizon) {
-		s.heap.push(r.deadline, evTimeout, int32(r.gen), slot)
+		s.dead.push(s.heap.newEvent(r.deadline, evTimeout, int32(r.gen), slot))
 	}
 	if !in.stepPending {
 		in.stepPending = true
@@ -436,6 +438,7 @@ func (s *simulation) finishRequest(in *instance, slot int32, out Outcome, done i
 		s.res.Records[s.recIdx[slot]] = rec
 	}
 	id, outTokens := r.id, rec.OutputTokens
+	s.dead.cancel(slot)
 	s.slab.release(slot)
 	if s.react != nil {
 		wo := workload.Completed
