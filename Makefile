@@ -167,6 +167,8 @@ NODE_KUBECONFIG ?= $(shell pwd)/node/kubeconfig
 # Keep the cluster running after test-e2e (E2E_KEEP=1) to inspect it; `make node-down` later.
 E2E_KEEP ?= 0
 E2E_TIMEOUT ?= 15m
+# How test-e2e deploys the manager: kustomize (config/default, as `make deploy`) or helm (the chart).
+E2E_DEPLOY ?= kustomize
 
 .PHONY: node-deps
 node-deps: ## Install the Debian packages of the single-node cluster (containerd, runc, CNI plugins, ...) if missing.
@@ -181,15 +183,21 @@ node-down: ## Stop the single-node cluster and clean the host (keeps PKI, import
 	hack/node-down.sh
 
 .PHONY: test-e2e
-test-e2e: node-binaries node-deps manifests kustomize mkimage ## Start the node, build and load the image, deploy config/default, run test/e2e, tear down.
-	@trap '[ "$(E2E_KEEP)" = 1 ] || hack/node-down.sh' EXIT; \
-	hack/node-up.sh; \
+test-e2e: node-binaries node-deps manifests kustomize mkimage $(if $(filter helm,$(E2E_DEPLOY)),helm) ## Start the node, load the image, deploy (E2E_DEPLOY=kustomize|helm), run test/e2e, tear down.
+	@trap 'echo "TIMING test-e2e total $$SECONDS s"; [ "$(E2E_KEEP)" = 1 ] || hack/node-down.sh' EXIT; \
+	phase() { echo "TIMING $$1: $$((SECONDS - t)) s"; t=$$SECONDS; }; t=0; \
+	hack/node-up.sh; phase node-up; \
 	export KUBECONFIG="$(NODE_KUBECONFIG)"; \
-	$(MAKE) --no-print-directory image IMG="$(IMG)"; \
+	$(MAKE) --no-print-directory image IMG="$(IMG)"; phase image; \
 	existed=$$($(KUBECTL) -n blis-system get deployment blis-operator-controller-manager -o name 2>/dev/null || true); \
-	$(MAKE) --no-print-directory deploy IMG="$(IMG)"; \
+	if [ "$(E2E_DEPLOY)" = helm ]; then \
+		img="$(IMG)"; \
+		$(HELM) upgrade --install blis-operator charts/blis-operator --namespace blis-system --create-namespace \
+			--set image.repository="$${img%:*}" --set image.tag="$${img##*:}"; \
+	else $(MAKE) --no-print-directory deploy IMG="$(IMG)"; fi; \
 	if [ -n "$$existed" ]; then $(KUBECTL) -n blis-system rollout restart deployment/blis-operator-controller-manager; fi; \
-	E2E_KUBECTL="$(KUBECTL)" go test -tags e2e ./test/e2e -count=1 -v -timeout $(E2E_TIMEOUT)
+	phase deploy; \
+	E2E_KUBECTL="$(KUBECTL)" go test -tags e2e ./test/e2e -count=1 -v -timeout $(E2E_TIMEOUT); phase tests
 
 ##@ Tools
 
