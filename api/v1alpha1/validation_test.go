@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -749,5 +750,61 @@ spec:
 	if *pb.Spec.Admission.GaieKvThreshold != 0.85 || *pb.Spec.Admission.GaieQdThreshold != 0.001 ||
 		pb.Spec.Routing.Scorers[0].Weight != 0.5 || pb.Spec.Routing.Scorers[1].Weight != 0.25 || pb.Spec.TenantBudgets["a"] != 0.125 {
 		t.Errorf("stored numbers differ: %+v %+v %v", *pb.Spec.Admission, pb.Spec.Routing.Scorers, pb.Spec.TenantBudgets)
+	}
+}
+
+// TestKubectlView checks what users see: kubectl get shows the Evaluation columns with the
+// status numbers, the blis category lists every kind, and kubectl explain shows the field
+// documentation.
+func TestKubectlView(t *testing.T) {
+	kubectl, kubeconfig, err := env.Kubectl(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := newNamespace(t)
+	ctx := context.Background()
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(kubectl, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	ev := &blisv1alpha1.Evaluation{
+		ObjectMeta: metav1.ObjectMeta{Name: "shown", Namespace: ns},
+		Spec: blisv1alpha1.EvaluationSpec{
+			ClusterRef:  &blisv1alpha1.LocalObjectReference{Name: "c"},
+			PolicyRef:   &blisv1alpha1.LocalObjectReference{Name: "p"},
+			WorkloadRef: &blisv1alpha1.LocalObjectReference{Name: "w"},
+		},
+	}
+	if err := env.Client.Create(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	ev.Status = blisv1alpha1.EvaluationStatus{
+		Phase:        blisv1alpha1.PhaseSucceeded,
+		FitnessScore: ptr.To(0.812346),
+		Metrics:      &blisv1alpha1.EvaluationMetrics{TtftP99Ms: 182.413, E2eP99Ms: 2412.71},
+		Conditions: []metav1.Condition{{Type: blisv1alpha1.ConditionReady, Status: metav1.ConditionTrue,
+			Reason: "Succeeded", Message: "done", LastTransitionTime: metav1.Now()}},
+	}
+	if err := env.Client.Status().Update(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	out := run("get", "eval", "-n", ns)
+	for _, want := range []string{"PHASE", "READY", "FITNESS", "TTFT-P99-MS", "E2E-P99-MS", "AGE", "shown", "Succeeded", "True", "0.812346", "182.413", "2412.71"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl get eval lacks %q:\n%s", want, out)
+		}
+	}
+	out = run("get", "blis", "-n", ns)
+	if !strings.Contains(out, "evaluation.blis.inference-sim.io/shown") {
+		t.Errorf("kubectl get blis does not list the Evaluation:\n%s", out)
+	}
+	out = run("explain", "evaluations.spec.execution.executor")
+	if !strings.Contains(out, "batch/v1 Job per Evaluation") {
+		t.Errorf("kubectl explain lacks the field documentation:\n%s", out)
 	}
 }

@@ -53,6 +53,8 @@ type Env struct {
 	Client client.Client
 	// RepoRoot is the repository's root directory.
 	RepoRoot string
+	// AssetsDir is the directory of the control-plane binaries (and kubectl, when built).
+	AssetsDir string
 }
 
 // binaries are the files envtest needs in the assets directory.
@@ -160,7 +162,21 @@ func Start() (*Env, error) {
 		_ = te.Stop()
 		return nil, fmt.Errorf("testenv: creating a client: %w", err)
 	}
-	return &Env{Environment: te, Config: cfg, Scheme: s, Client: c, RepoRoot: root}, nil
+	return &Env{Environment: te, Config: cfg, Scheme: s, Client: c, RepoRoot: root, AssetsDir: assets}, nil
+}
+
+// Kubectl returns the path of the kubectl built with the control plane and a kubeconfig
+// file (in dir) that points it at this Env's API server.
+func (e *Env) Kubectl(dir string) (kubectl, kubeconfig string, err error) {
+	kubectl = filepath.Join(e.AssetsDir, "kubectl")
+	if _, err := os.Stat(kubectl); err != nil {
+		return "", "", fmt.Errorf("testenv: kubectl not found in %s; run `make envtest` to build it", e.AssetsDir)
+	}
+	kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, e.Environment.KubeConfig, 0o600); err != nil {
+		return "", "", err
+	}
+	return kubectl, kubeconfig, nil
 }
 
 // Stop stops the control plane.
