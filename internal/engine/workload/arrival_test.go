@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -452,5 +453,40 @@ func BenchmarkSpecMergedClients(b *testing.B) {
 		if !src.Next(&r) {
 			b.Fatal("source ended")
 		}
+	}
+}
+
+// A million requests from a multi-client spec (merged through the client heap) also stream
+// with a flat heap.
+func TestSpecMillionRequestsBoundedMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generates 1,000,000 requests")
+	}
+	s, err := Scenario("prefix-heavy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Horizon, s.NumRequests = 0, 1_000_000
+	src, err := s.Source(9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Request
+	n := 0
+	for ; n < 1000 && src.Next(&r); n++ {
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for src.Next(&r) {
+		n++
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if n != 1_000_000 {
+		t.Fatalf("generated %d requests", n)
+	}
+	if growth := int64(after.HeapAlloc) - int64(before.HeapAlloc); growth > 4<<20 {
+		t.Fatalf("live heap grew by %d bytes over 1M requests", growth)
 	}
 }
