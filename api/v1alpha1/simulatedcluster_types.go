@@ -34,12 +34,12 @@ type SimulatedClusterSpec struct {
 
 	// GPU is the accelerator type, a name from the bundled hardware catalog (for example H100,
 	// A100-80, L40S). It selects peak FLOPs, memory bandwidth and memory size unless
-	// hardware overrides them.
+	// hardware overrides them. Absent: the model's default GPU in the catalog, else H100.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][-A-Za-z0-9_.]*$`
-	// +required
-	GPU string `json:"gpu"`
+	// +optional
+	GPU string `json:"gpu,omitempty"`
 
 	// Hardware overrides individual figures of the GPU catalog entry, or describes a GPU the
 	// catalog does not have.
@@ -168,8 +168,8 @@ type HFModelConfig struct {
 	// +optional
 	MaxPositionEmbeddings int32 `json:"maxPositionEmbeddings,omitempty"`
 
-	// TorchDtype is the weight data type.
-	// +kubebuilder:validation:Enum=bfloat16;float16;float32;float8;int8;int4
+	// TorchDtype is the weight data type (config.json's torch_dtype).
+	// +kubebuilder:validation:Enum=bfloat16;float16;float32;float8_e4m3fn;float8_e5m2;int8
 	// +optional
 	TorchDtype string `json:"torchDtype,omitempty"`
 
@@ -266,10 +266,10 @@ type VLLMEngineSpec struct {
 	// +optional
 	VllmVersion string `json:"vllmVersion,omitempty"`
 
-	// TensorParallelSize is the number of GPUs a layer is split across.
+	// TensorParallelSize is the number of GPUs a layer is split across. Absent: the model's
+	// default in the catalog (for example 4 for 70B models), else 1.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=64
-	// +kubebuilder:default=1
 	// +optional
 	TensorParallelSize int32 `json:"tensorParallelSize,omitempty"`
 
@@ -619,8 +619,9 @@ type ObservabilitySpec struct {
 // +kubebuilder:validation:XValidation:rule="self.mode != 'periodic' || (has(self.intervalUs) && self.intervalUs > 0)",message="periodic refresh needs intervalUs > 0",fieldPath=".intervalUs"
 // +kubebuilder:validation:XValidation:rule="self.mode == 'periodic' || !has(self.intervalUs)",message="intervalUs applies only to periodic refresh",fieldPath=".intervalUs"
 type SignalRefresh struct {
-	// Mode is immediate (read on every access), periodic (every intervalUs) or onDemand.
-	// +kubebuilder:validation:Enum=immediate;periodic;onDemand
+	// Mode is immediate (read on every access), periodic (every intervalUs) or on-demand
+	// (re-read only when a refresh is requested).
+	// +kubebuilder:validation:Enum=immediate;periodic;on-demand
 	// +required
 	Mode string `json:"mode"`
 

@@ -294,8 +294,10 @@ var invalidCases = []invalidCase{
 		"spec.pools", "at least 1 items"},
 	{"cluster: duplicate pool names", baseCluster, []edit{to("spec.pools", "[{name: a, replicas: 1}, {name: a, replicas: 2}]")},
 		"spec.pools[1]", "Duplicate value"},
-	{"cluster: missing GPU", baseCluster, []edit{del("spec.gpu")},
-		"spec.gpu", "Required value"},
+	{"cluster: missing model", baseCluster, []edit{del("spec.model")},
+		"spec.model", "Required value"},
+	{"cluster: unknown weight dtype", baseCluster, []edit{to("spec.model.config", hfConfig), to("spec.model.config.numKeyValueHeads", "2"), to("spec.model.config.torchDtype", "int3")},
+		"spec.model.config.torchDtype", "Unsupported value"},
 
 	// PolicyBundle
 	{"policy: negative scorer weight", basePolicy, []edit{to("spec.routing.scorers[0].weight", "-0.5")},
@@ -485,8 +487,8 @@ func TestDefaultsApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := sc.Spec.Engine
-	if e.TensorParallelSize != 1 || e.PipelineParallelSize != 1 || e.DataParallelSize != 1 || e.BlockSize != 16 {
-		t.Errorf("engine defaults = %+v, want TP=PP=DP=1 and blockSize 16", e)
+	if e.TensorParallelSize != 0 || e.PipelineParallelSize != 1 || e.DataParallelSize != 1 || e.BlockSize != 16 {
+		t.Errorf("engine defaults = %+v, want TP absent (the model's default), PP=DP=1 and blockSize 16", e)
 	}
 	if sc.Spec.LatencyModel.Backend != blisv1alpha1.LatencyTrainedPhysics || sc.Spec.Pools[0].Role != blisv1alpha1.PoolMonolithic {
 		t.Errorf("latency backend %q, pool role %q", sc.Spec.LatencyModel.Backend, sc.Spec.Pools[0].Role)
