@@ -194,8 +194,12 @@ func (s *Spec) inferencePerfEnd() int64 {
 }
 
 type tableBuilder struct {
-	t   Tables
+	t   *Tables
 	idx map[string]int32 // lookup only
+}
+
+func newTableBuilder(t *Tables) *tableBuilder {
+	return &tableBuilder{t: t, idx: map[string]int32{"c\x00" + t.Clients[0]: 0, "t\x00" + t.Tenants[0]: 0, "s\x00" + t.SLOClasses[0]: 0}}
 }
 
 func (b *tableBuilder) add(tbl *[]string, kind, name string) int32 {
@@ -217,7 +221,8 @@ func (s *Spec) build(seed int64) (*genSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	tb := &tableBuilder{t: defaultTables(), idx: map[string]int32{"c\x00default": 0, "t\x00": 0, "s\x00standard": 0}}
+	tables := defaultTables()
+	tb := newTableBuilder(&tables)
 	ids := map[string]string{} // lookup only: id → field of its first use
 	for i := range ms {
 		m := &ms[i]
@@ -246,7 +251,7 @@ func (s *Spec) build(seed int64) (*genSource, error) {
 	if horizon == 0 {
 		horizon = s.inferencePerfEnd()
 	}
-	return newGenSource(tb.t, gens, s.NumRequests, horizon), nil
+	return newGenSource(tables, gens, s.NumRequests, horizon), nil
 }
 
 // prefixGroupLengths gives each prefix group the prefix_length of its first client that sets

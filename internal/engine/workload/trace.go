@@ -61,6 +61,10 @@ type TraceSource struct {
 	done   bool
 	tables Tables
 	parse  func(line []byte, r *Request) (int64, error)
+	// record reads the next record into r: its trace time, or done at the end of input.
+	// It sets t.line to the record's line for error messages.
+	record func(r *Request) (ts int64, done bool, err error)
+	v2     *traceV2
 	hashes []int64 // reused by the Mooncake parser
 	primed bool
 	first  Request
@@ -95,21 +99,11 @@ func OpenTrace(path string, opts TraceOptions) (*TraceSource, error) {
 // NewTraceSource replays a trace from r (opts.Format is required). Like OpenTrace it reads
 // the first record eagerly.
 func NewTraceSource(r io.Reader, opts TraceOptions) (*TraceSource, error) {
-	if opts.Speedup == 0 {
-		opts.Speedup = 1
+	opts, err := checkTraceOptions(opts)
+	if err != nil {
+		return nil, err
 	}
-	switch {
-	case !(opts.Speedup > 0) || math.IsInf(opts.Speedup, 0):
-		return nil, fmt.Errorf("Speedup: must be a finite number > 0, got %g", opts.Speedup)
-	case opts.Start < 0:
-		return nil, fmt.Errorf("Start: must be >= 0, got %d", opts.Start)
-	case opts.End != 0 && opts.End <= opts.Start:
-		return nil, fmt.Errorf("End: must be greater than Start (%d), got %d", opts.Start, opts.End)
-	case opts.MaxRequests < 0:
-		return nil, fmt.Errorf("MaxRequests: must be >= 0, got %d", opts.MaxRequests)
-	}
-	t := &TraceSource{opts: opts, sc: bufio.NewScanner(r), tables: defaultTables()}
-	t.sc.Buffer(make([]byte, 64<<10), 64<<20)
+	t := &TraceSource{opts: opts, tables: defaultTables()}
 	switch opts.Format {
 	case TraceAzure:
 		t.parse = t.parseAzure
@@ -118,11 +112,57 @@ func NewTraceSource(r io.Reader, opts TraceOptions) (*TraceSource, error) {
 	default:
 		return nil, fmt.Errorf("Format: unknown trace format %q; valid: azure, mooncake", opts.Format)
 	}
-	t.primed = t.read(&t.first)
+	t.sc = bufio.NewScanner(r)
+	t.sc.Buffer(make([]byte, 64<<10), 64<<20)
+	t.record = t.lineRecord
+	t.prime()
 	if t.err != nil {
 		return nil, t.err
 	}
 	return t, nil
+}
+
+// checkTraceOptions validates opts, naming the field, and fills in the default speed-up.
+func checkTraceOptions(opts TraceOptions) (TraceOptions, error) {
+	if opts.Speedup == 0 {
+		opts.Speedup = 1
+	}
+	switch {
+	case !(opts.Speedup > 0) || math.IsInf(opts.Speedup, 0):
+		return opts, fmt.Errorf("Speedup: must be a finite number > 0, got %g", opts.Speedup)
+	case opts.Start < 0:
+		return opts, fmt.Errorf("Start: must be >= 0, got %d", opts.Start)
+	case opts.End != 0 && opts.End <= opts.Start:
+		return opts, fmt.Errorf("End: must be greater than Start (%d), got %d", opts.Start, opts.End)
+	case opts.MaxRequests < 0:
+		return opts, fmt.Errorf("MaxRequests: must be >= 0, got %d", opts.MaxRequests)
+	}
+	return opts, nil
+}
+
+// prime reads the first record ahead so that a bad file fails when it is opened.
+func (t *TraceSource) prime() {
+	t.primed = t.read(&t.first)
+}
+
+// lineRecord reads one non-empty line and parses it (line-oriented formats).
+func (t *TraceSource) lineRecord(r *Request) (int64, bool, error) {
+	for {
+		if !t.sc.Scan() {
+			if err := t.sc.Err(); err != nil {
+				t.line++
+				return 0, false, err
+			}
+			return 0, true, nil
+		}
+		t.line++
+		line := bytes.TrimSpace(t.sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		ts, err := t.parse(line, r)
+		return ts, false, err
+	}
 }
 
 // Tables implements Source.
@@ -158,18 +198,11 @@ func (t *TraceSource) read(r *Request) bool {
 		if t.opts.MaxRequests > 0 && t.issued >= t.opts.MaxRequests {
 			break
 		}
-		if !t.sc.Scan() {
-			if err := t.sc.Err(); err != nil {
-				t.fail(fmt.Errorf("line %d: %w", t.line+1, err))
-			}
+		r.Client, r.Tenant, r.Class, r.Session, r.Round, r.Step, r.Iteration, r.Timeout = 0, 0, 0, 0, 0, "", 0, 0
+		ts, done, err := t.record(r)
+		if done {
 			break
 		}
-		t.line++
-		line := bytes.TrimSpace(t.sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
-		ts, err := t.parse(line, r)
 		if err != nil {
 			t.fail(fmt.Errorf("line %d: %w", t.line, err))
 			break
@@ -193,7 +226,6 @@ func (t *TraceSource) read(r *Request) bool {
 			break
 		}
 		r.Arrival = int64(math.Round(float64(rel-t.opts.Start) / t.opts.Speedup))
-		r.Client, r.Tenant, r.Class, r.Session, r.Round, r.Step, r.Iteration, r.Timeout = 0, 0, 0, 0, 0, "", 0, 0
 		t.nextID++
 		r.ID = t.nextID
 		t.issued++
