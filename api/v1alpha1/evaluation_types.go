@@ -381,9 +381,10 @@ type EvaluationMetrics struct {
 	// +optional
 	TotalOutputTokens int64 `json:"totalOutputTokens,omitempty"`
 
-	// SimulatedDurationS is the simulated time at the last event, in seconds.
+	// VllmEstimatedDurationS is the simulated time at the last event, in seconds (BLIS's
+	// vllm_estimated_duration_s, the denominator of the rates).
 	// +optional
-	SimulatedDurationS float64 `json:"simulatedDurationS,omitempty"`
+	VllmEstimatedDurationS float64 `json:"vllmEstimatedDurationS,omitempty"`
 	// ResponsesPerSec is completed requests per simulated second.
 	// +optional
 	ResponsesPerSec float64 `json:"responsesPerSec,omitempty"`
@@ -427,6 +428,9 @@ type EvaluationMetrics struct {
 	// ItlMeanMs is the mean inter-token latency over all token gaps.
 	// +optional
 	ItlMeanMs float64 `json:"itlMeanMs,omitempty"`
+	// ItlP50Ms is the median inter-token latency.
+	// +optional
+	ItlP50Ms float64 `json:"itlP50Ms,omitempty"`
 	// ItlP90Ms is the 90th percentile inter-token latency.
 	// +optional
 	ItlP90Ms float64 `json:"itlP90Ms,omitempty"`

@@ -602,14 +602,18 @@ func maximalStatus() blisv1alpha1.EvaluationStatus {
 		"totalInputTokens", "totalOutputTokens"} {
 		mv[f] = int64(1) << 50
 	}
-	for _, f := range []string{"simulatedDurationS", "responsesPerSec", "tokensPerSec", "goodputRps", "ttftMeanMs", "ttftP50Ms",
+	for _, f := range []string{"vllmEstimatedDurationS", "responsesPerSec", "tokensPerSec", "goodputRps", "ttftMeanMs", "ttftP50Ms",
 		"ttftP90Ms", "ttftP95Ms", "ttftP99Ms", "e2eMeanMs", "e2eP50Ms", "e2eP90Ms", "e2eP95Ms", "e2eP99Ms", "itlMeanMs",
-		"itlP90Ms", "itlP95Ms", "itlP99Ms", "schedulingDelayP99Ms", "sloAttainment", "cacheHitRate", "jainFairnessIndex",
+		"itlP50Ms", "itlP90Ms", "itlP95Ms", "itlP99Ms", "schedulingDelayP99Ms", "sloAttainment", "cacheHitRate", "jainFairnessIndex",
 		"replicaSeconds"} {
 		mv[f] = big
 	}
 	b, _ := json.Marshal(mv)
-	_ = json.Unmarshal(b, m)
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(m); err != nil {
+		panic(err)
+	}
 	for i := 0; i < blisv1alpha1.MaxClassMetrics; i++ {
 		m.PerClass = append(m.PerClass, blisv1alpha1.ClassMetrics{Name: name("class", i, 63), CompletedRequests: 1 << 50,
 			RejectedRequests: 1 << 50, TtftP99Ms: big, E2eP99Ms: big, ItlP99Ms: big, SloAttainment: big, GoodputRps: big})
