@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"container/heap"
 	"fmt"
 	"strings"
 	"testing"
@@ -373,5 +374,42 @@ steps:
 	}
 	if _, err := ParseSpec([]byte(base)); err != nil {
 		t.Fatalf("valid base spec rejected: %v", err)
+	}
+}
+
+// BenchmarkAgenticReActClosedLoop measures generation cost per request of a closed-loop
+// workload, including the completion callbacks that inject the following steps.
+func BenchmarkAgenticReActClosedLoop(b *testing.B) {
+	s, err := Scenario("agentic-react")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.Horizon = 0
+	src, err := s.Source(1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	react := src.(Reactive)
+	var q simQueue
+	seq := 0
+	inject := func(r *Request) {
+		seq++
+		heap.Push(&q, &simEvent{t: r.Arrival, seq: seq, req: Request{ID: r.ID, Arrival: r.Arrival, OutputLen: r.OutputLen}})
+	}
+	var open Request
+	have := src.Next(&open)
+	b.ReportAllocs()
+	for b.Loop() {
+		// Serve the earliest request: open-loop arrival or injected step; it finishes 1 ms later.
+		var r Request
+		if have && (len(q) == 0 || open.Arrival <= q[0].t) {
+			r = Request{ID: open.ID, Arrival: open.Arrival, OutputLen: open.OutputLen}
+			have = src.Next(&open)
+		} else if len(q) > 0 {
+			r = heap.Pop(&q).(*simEvent).req
+		} else {
+			b.Fatal("workload ended")
+		}
+		react.Finished(r.ID, Completed, r.OutputLen, r.Arrival+1000, inject)
 	}
 }
