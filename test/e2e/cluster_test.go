@@ -132,7 +132,7 @@ func repoRoot() (string, error) {
 	}
 }
 
-// ctx returns a context bounded by the test's deadline.
+// testContext returns a context that ends shortly before the test binary's deadline.
 func testContext(t *testing.T) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
