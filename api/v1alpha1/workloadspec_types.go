@@ -100,8 +100,8 @@ type WorkloadSpecSpec struct {
 
 	// Scenario names a built-in workload (for example bursty-traffic, diurnal-cycle,
 	// unfair-tenants, prefix-heavy, mixed-slo, agentic-react, agentic-mcts,
-	// agentic-fork-join; `blis scenarios` lists them). seed, horizon and numRequests, when
-	// set, override the scenario's. The name is checked when the workload is resolved.
+	// agentic-fork-join). seed, horizon and numRequests, when set, override the scenario's.
+	// The name is checked when the workload is resolved.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
