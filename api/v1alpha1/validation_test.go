@@ -814,3 +814,25 @@ func TestKubectlView(t *testing.T) {
 		t.Errorf("kubectl explain lacks the field documentation:\n%s", out)
 	}
 }
+
+// TestCRDsFitClientSideApply keeps every CRD small enough for client-side kubectl apply,
+// which stores the applied object as JSON in an annotation (all annotations together are
+// limited to 256 KiB).
+func TestCRDsFitClientSideApply(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(env.RepoRoot, "config", "crd", "bases", "*.yaml"))
+	if err != nil || len(files) != 4 {
+		t.Fatalf("expected 4 CRDs, found %v (%v)", files, err)
+	}
+	const limit = 256<<10 - 8<<10 // the annotation limit less room for metadata
+	for _, f := range files {
+		for _, u := range readDocs(t, f) {
+			data, err := json.Marshal(u.Object)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(data) > limit {
+				t.Errorf("%s is %d bytes of JSON, above %d: shorten descriptions (crd:maxDescLen) or bound the schema", filepath.Base(f), len(data), limit)
+			}
+		}
+	}
+}
