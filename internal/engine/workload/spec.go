@@ -380,6 +380,15 @@ func (s *Spec) upgrade() error {
 				s.Cohorts[i].SLOClass = n
 			}
 		}
+		for _, old := range []string{"realtime", "interactive"} {
+			if tg, ok := s.GoodputSLOTargets[old]; ok {
+				if _, clash := s.GoodputSLOTargets[v1[old]]; clash {
+					return fmt.Errorf("goodput_slo_targets: both %q and its v2 name %q are set", old, v1[old])
+				}
+				delete(s.GoodputSLOTargets, old)
+				s.GoodputSLOTargets[v1[old]] = tg
+			}
+		}
 		s.Version = "2"
 	case "2":
 	default:

@@ -239,6 +239,7 @@ func TestV1Upgrade(t *testing.T) {
 version: "1"
 aggregate_rate: 10
 num_requests: 10
+goodput_slo_targets: {realtime: {ttft: 100}}
 clients:
   - id: a
     slo_class: realtime
@@ -255,6 +256,9 @@ clients:
 `))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if s.GoodputSLOTargets["critical"].TTFT != 100 {
+		t.Fatalf("goodput targets not upgraded: %+v", s.GoodputSLOTargets)
 	}
 	if s.Version != "2" || s.Clients[0].SLOClass != "critical" || s.Clients[1].SLOClass != "standard" {
 		t.Fatalf("upgrade gave version %q classes %q %q", s.Version, s.Clients[0].SLOClass, s.Clients[1].SLOClass)
@@ -318,5 +322,25 @@ func TestSpecErrorsNameClientAndField(t *testing.T) {
 				t.Errorf("%s: error %q does not mention %q", tc.name, err, w)
 			}
 		}
+	}
+}
+
+func TestSpecSourceSeedsAndReactivity(t *testing.T) {
+	s, err := ParseSpec([]byte(baseClient))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := s.Source(1)
+	b, _ := s.Source(1)
+	c, _ := s.Source(2)
+	if _, ok := a.(Reactive); ok {
+		t.Fatal("an open-loop spec must not ask for completions")
+	}
+	ra, rb, rc := drain(t, a), drain(t, b), drain(t, c)
+	if len(ra) != 100 || ra[7].Arrival != rb[7].Arrival || ra[7].InputLen != rb[7].InputLen {
+		t.Fatal("the same seed must give the same requests")
+	}
+	if ra[7].Arrival == rc[7].Arrival {
+		t.Fatal("different seeds gave the same arrivals")
 	}
 }

@@ -126,7 +126,8 @@ func TestTraceMalformedRowsReportLine(t *testing.T) {
 		{TraceAzure, "2023-11-16 18:15:46,0,1\n", "line 1: ContextTokens 0", true},
 		{TraceMooncake, "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 1, \"hash_ids\": []}\n{\"timestamp\": 1, \"input_length\": 5\n", "line 2: invalid JSON", false},
 		{TraceMooncake, "{\"timestamp\": 0, \"input_length\": 5, \"hash_ids\": []}\n", "line 1: output_length: missing", true},
-		{TraceMooncake, "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 1, \"hash_ids\": [], \"extra\": 1}\n", "line 1: invalid JSON", true},
+		{TraceMooncake, "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 1, \"hash_ids\": [1, \"x\"]}\n", "line 1: invalid JSON", true},
+		{TraceMooncake, "{\"timestamp\": 0, \"input_length\": -5, \"output_length\": 1, \"hash_ids\": []}\n", "line 1: input_length -5", true},
 	}
 	for _, tc := range cases {
 		src, err := NewTraceSource(strings.NewReader(tc.in), TraceOptions{Format: tc.format})
