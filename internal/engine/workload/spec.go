@@ -50,58 +50,92 @@ type Spec struct {
 // arrival, or concurrency), what (length distributions, prefix group, multimodal, reasoning
 // multi-turn, agentic workflow) and when (lifecycle windows).
 type ClientSpec struct {
-	ID           string          `yaml:"id,omitempty" json:"id,omitempty"`
-	TenantID     string          `yaml:"tenant_id,omitempty" json:"tenant_id,omitempty"`
-	SLOClass     string          `yaml:"slo_class,omitempty" json:"slo_class,omitempty"`
-	Model        string          `yaml:"model,omitempty" json:"model,omitempty"`
-	Adapter      string          `yaml:"adapter,omitempty" json:"adapter,omitempty"`
-	RateFraction float64         `yaml:"rate_fraction,omitempty" json:"rate_fraction,omitempty"`
-	Concurrency  int             `yaml:"concurrency,omitempty" json:"concurrency,omitempty"`
-	ThinkTimeUs  int64           `yaml:"think_time_us,omitempty" json:"think_time_us,omitempty"`
-	Arrival      ArrivalSpec     `yaml:"arrival,omitempty" json:"arrival,omitempty"`
-	InputDist    *DistSpec       `yaml:"input_distribution,omitempty" json:"input_distribution,omitempty"`
-	OutputDist   *DistSpec       `yaml:"output_distribution,omitempty" json:"output_distribution,omitempty"`
-	PrefixGroup  string          `yaml:"prefix_group,omitempty" json:"prefix_group,omitempty"`
-	PrefixLength int             `yaml:"prefix_length,omitempty" json:"prefix_length,omitempty"`
-	Streaming    bool            `yaml:"streaming,omitempty" json:"streaming,omitempty"`
-	Network      *NetworkSpec    `yaml:"network,omitempty" json:"network,omitempty"`
-	Lifecycle    *LifecycleSpec  `yaml:"lifecycle,omitempty" json:"lifecycle,omitempty"`
-	Multimodal   *MultimodalSpec `yaml:"multimodal,omitempty" json:"multimodal,omitempty"`
-	Reasoning    *ReasoningSpec  `yaml:"reasoning,omitempty" json:"reasoning,omitempty"`
+	// ID names the client (metrics, random stream "workload/client/<id>"); unique.
+	ID string `yaml:"id,omitempty" json:"id,omitempty"`
+	// TenantID is the tenant the requests belong to.
+	TenantID string `yaml:"tenant_id,omitempty" json:"tenant_id,omitempty"`
+	// SLOClass is one of SLOClasses (empty: standard).
+	SLOClass string `yaml:"slo_class,omitempty" json:"slo_class,omitempty"`
+	// Model and Adapter name the target model and LoRA adapter (carried, not used by generation).
+	Model   string `yaml:"model,omitempty" json:"model,omitempty"`
+	Adapter string `yaml:"adapter,omitempty" json:"adapter,omitempty"`
+	// RateFraction is the client's share of aggregate_rate (normalized over the clients).
+	RateFraction float64 `yaml:"rate_fraction,omitempty" json:"rate_fraction,omitempty"`
+	// Concurrency makes the client closed loop: that many users, each waiting for its request.
+	Concurrency int `yaml:"concurrency,omitempty" json:"concurrency,omitempty"`
+	// ThinkTimeUs is a closed-loop user's pause between a finished request and the next.
+	ThinkTimeUs int64 `yaml:"think_time_us,omitempty" json:"think_time_us,omitempty"`
+	// Arrival is the arrival process of requests (or of sessions).
+	Arrival ArrivalSpec `yaml:"arrival,omitempty" json:"arrival,omitempty"`
+	// InputDist and OutputDist are the prompt and output length distributions.
+	InputDist  *DistSpec `yaml:"input_distribution,omitempty" json:"input_distribution,omitempty"`
+	OutputDist *DistSpec `yaml:"output_distribution,omitempty" json:"output_distribution,omitempty"`
+	// PrefixGroup names shared prompt content prepended to every request of the client.
+	PrefixGroup string `yaml:"prefix_group,omitempty" json:"prefix_group,omitempty"`
+	// PrefixLength is the group prefix length in tokens (default DefaultPrefixLength).
+	PrefixLength int `yaml:"prefix_length,omitempty" json:"prefix_length,omitempty"`
+	// Streaming and Network are carried for the simulator; generation ignores them.
+	Streaming bool         `yaml:"streaming,omitempty" json:"streaming,omitempty"`
+	Network   *NetworkSpec `yaml:"network,omitempty" json:"network,omitempty"`
+	// Lifecycle restricts the client to activity windows.
+	Lifecycle *LifecycleSpec `yaml:"lifecycle,omitempty" json:"lifecycle,omitempty"`
+	// Multimodal composes the prompt from text and media tokens.
+	Multimodal *MultimodalSpec `yaml:"multimodal,omitempty" json:"multimodal,omitempty"`
+	// Reasoning configures reasoning output and multi-turn sessions.
+	Reasoning *ReasoningSpec `yaml:"reasoning,omitempty" json:"reasoning,omitempty"`
 	// Timeout is the per-request deadline in µs: omitted = engine default, 0 = none.
-	Timeout     *int64       `yaml:"timeout,omitempty" json:"timeout,omitempty"`
-	SLOTargetUs int64        `yaml:"slo_target_us,omitempty" json:"slo_target_us,omitempty"`
-	ClosedLoop  *bool        `yaml:"closed_loop,omitempty" json:"closed_loop,omitempty"`
-	Agentic     *AgenticSpec `yaml:"agentic,omitempty" json:"agentic,omitempty"`
+	Timeout *int64 `yaml:"timeout,omitempty" json:"timeout,omitempty"`
+	// SLOTargetUs is a per-request TTFT target in µs for metrics (0 = none).
+	SLOTargetUs int64 `yaml:"slo_target_us,omitempty" json:"slo_target_us,omitempty"`
+	// ClosedLoop (multi-turn only) false pre-schedules every round (default true).
+	ClosedLoop *bool `yaml:"closed_loop,omitempty" json:"closed_loop,omitempty"`
+	// Agentic makes every arrival start a session of this workflow.
+	Agentic *AgenticSpec `yaml:"agentic,omitempty" json:"agentic,omitempty"`
 }
 
 // CohortSpec is a population of clients sharing one behaviour, with rate shaping over time.
 type CohortSpec struct {
-	ID           string      `yaml:"id,omitempty" json:"id,omitempty"`
-	Population   int         `yaml:"population" json:"population"`
-	TenantID     string      `yaml:"tenant_id,omitempty" json:"tenant_id,omitempty"`
-	SLOClass     string      `yaml:"slo_class,omitempty" json:"slo_class,omitempty"`
-	Model        string      `yaml:"model,omitempty" json:"model,omitempty"`
-	Adapter      string      `yaml:"adapter,omitempty" json:"adapter,omitempty"`
-	RateFraction float64     `yaml:"rate_fraction,omitempty" json:"rate_fraction,omitempty"`
-	Arrival      ArrivalSpec `yaml:"arrival,omitempty" json:"arrival,omitempty"`
-	InputDist    *DistSpec   `yaml:"input_distribution,omitempty" json:"input_distribution,omitempty"`
-	OutputDist   *DistSpec   `yaml:"output_distribution,omitempty" json:"output_distribution,omitempty"`
-	PrefixGroup  string      `yaml:"prefix_group,omitempty" json:"prefix_group,omitempty"`
-	PrefixLength int         `yaml:"prefix_length,omitempty" json:"prefix_length,omitempty"`
+	// ID names the client (metrics, random stream "workload/client/<id>"); unique.
+	ID string `yaml:"id,omitempty" json:"id,omitempty"`
+	// Population is the number of member clients.
+	Population int `yaml:"population" json:"population"`
+	// TenantID is the tenant the requests belong to.
+	TenantID string `yaml:"tenant_id,omitempty" json:"tenant_id,omitempty"`
+	// SLOClass is one of SLOClasses (empty: standard).
+	SLOClass string `yaml:"slo_class,omitempty" json:"slo_class,omitempty"`
+	// Model and Adapter name the target model and LoRA adapter (carried, not used by generation).
+	Model   string `yaml:"model,omitempty" json:"model,omitempty"`
+	Adapter string `yaml:"adapter,omitempty" json:"adapter,omitempty"`
+	// RateFraction is the client's share of aggregate_rate (normalized over the clients).
+	RateFraction float64 `yaml:"rate_fraction,omitempty" json:"rate_fraction,omitempty"`
+	// Arrival is the arrival process of requests (or of sessions).
+	Arrival ArrivalSpec `yaml:"arrival,omitempty" json:"arrival,omitempty"`
+	// InputDist and OutputDist are the prompt and output length distributions.
+	InputDist  *DistSpec `yaml:"input_distribution,omitempty" json:"input_distribution,omitempty"`
+	OutputDist *DistSpec `yaml:"output_distribution,omitempty" json:"output_distribution,omitempty"`
+	// PrefixGroup names shared prompt content prepended to every request of the client.
+	PrefixGroup string `yaml:"prefix_group,omitempty" json:"prefix_group,omitempty"`
+	// PrefixLength is the group prefix length in tokens (default DefaultPrefixLength).
+	PrefixLength int `yaml:"prefix_length,omitempty" json:"prefix_length,omitempty"`
 	// PrefixSharing is shared (all members use the cohort's prefix group, the default) or
 	// per_member (member i uses its own group "<prefix_group>-<i>").
-	PrefixSharing string          `yaml:"prefix_sharing,omitempty" json:"prefix_sharing,omitempty"`
-	Streaming     bool            `yaml:"streaming,omitempty" json:"streaming,omitempty"`
-	Network       *NetworkSpec    `yaml:"network,omitempty" json:"network,omitempty"`
-	Multimodal    *MultimodalSpec `yaml:"multimodal,omitempty" json:"multimodal,omitempty"`
-	Reasoning     *ReasoningSpec  `yaml:"reasoning,omitempty" json:"reasoning,omitempty"`
-	Timeout       *int64          `yaml:"timeout,omitempty" json:"timeout,omitempty"`
-	SLOTargetUs   int64           `yaml:"slo_target_us,omitempty" json:"slo_target_us,omitempty"`
-	ClosedLoop    *bool           `yaml:"closed_loop,omitempty" json:"closed_loop,omitempty"`
-	Diurnal       *DiurnalSpec    `yaml:"diurnal,omitempty" json:"diurnal,omitempty"`
-	Spike         *SpikeSpec      `yaml:"spike,omitempty" json:"spike,omitempty"`
-	Drain         *DrainSpec      `yaml:"drain,omitempty" json:"drain,omitempty"`
+	PrefixSharing string `yaml:"prefix_sharing,omitempty" json:"prefix_sharing,omitempty"`
+	// Streaming and Network are carried for the simulator; generation ignores them.
+	Streaming bool         `yaml:"streaming,omitempty" json:"streaming,omitempty"`
+	Network   *NetworkSpec `yaml:"network,omitempty" json:"network,omitempty"`
+	// Multimodal composes the prompt from text and media tokens.
+	Multimodal *MultimodalSpec `yaml:"multimodal,omitempty" json:"multimodal,omitempty"`
+	// Reasoning configures reasoning output and multi-turn sessions.
+	Reasoning *ReasoningSpec `yaml:"reasoning,omitempty" json:"reasoning,omitempty"`
+	Timeout   *int64         `yaml:"timeout,omitempty" json:"timeout,omitempty"`
+	// SLOTargetUs is a per-request TTFT target in µs for metrics (0 = none).
+	SLOTargetUs int64 `yaml:"slo_target_us,omitempty" json:"slo_target_us,omitempty"`
+	// ClosedLoop (multi-turn only) false pre-schedules every round (default true).
+	ClosedLoop *bool `yaml:"closed_loop,omitempty" json:"closed_loop,omitempty"`
+	// Diurnal, Spike and Drain shape the cohort's rate over time.
+	Diurnal *DiurnalSpec `yaml:"diurnal,omitempty" json:"diurnal,omitempty"`
+	Spike   *SpikeSpec   `yaml:"spike,omitempty" json:"spike,omitempty"`
+	Drain   *DrainSpec   `yaml:"drain,omitempty" json:"drain,omitempty"`
 }
 
 // DiurnalSpec shapes a cohort's rate as a 24-hour sinusoid peaking at PeakHour (hour 0 is
