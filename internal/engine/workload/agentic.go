@@ -385,6 +385,9 @@ type agSession struct {
 	aborted     bool
 	terminated  bool // a step was cut by the horizon or the request budget
 	outstanding int  // started step instances not yet finished
+	begin       int64
+	lastEnd     int64 // latest step completion (LLM or tool) so far
+	stats       *AgenticStats
 	buf         Request
 	// obs, when set, observes every step instance start and finish (tests).
 	obs func(ev stepEvent)
@@ -427,7 +430,8 @@ func (s *genSource) startAgentic(c *clientGen, _ *phase, r *Request) bool {
 	}
 	ss := &agSession{c: c, w: w, id: s.newSession(), allowance: allow,
 		nodes: make([]nodeState, len(w.steps)*iters), iterDone: make([]int, iters), iterEnd: make([]int64, iters),
-		obs: s.agObserver}
+		obs: s.agObserver, begin: c.next, lastEnd: c.next, stats: &s.agStats}
+	s.agStats.Started++
 	for it := range iters {
 		for i := range w.steps {
 			st := &w.steps[i]
@@ -469,11 +473,15 @@ func (ss *agSession) start(s *genSource, i, it int, t int64, rr *rand.Rand, emit
 	n.started = true
 	if st.inLoop && it+1 > ss.loopIters {
 		ss.loopIters = it + 1
+		ss.stats.LoopIterations++
 	}
 	if st.tool {
 		for k := range st.fan {
 			lat := st.lat.micros(rr)
 			out := st.tout.tokens(rr)
+			ss.stats.ToolCalls++
+			ss.stats.ToolWaitUs += lat
+			ss.lastEnd = max(ss.lastEnd, t+lat)
 			if ss.obs != nil {
 				ss.obs(stepEvent{session: ss.id, step: st.id, iter: it, instance: k, start: t, end: -1, tool: true})
 				ss.obs(stepEvent{session: ss.id, step: st.id, iter: it, instance: k, start: t, end: t + lat, tool: true})
@@ -512,6 +520,7 @@ func (ss *agSession) start(s *genSource, i, it int, t int64, rr *rand.Rand, emit
 		ss.llmSeq++
 		ss.allowance--
 		ss.outstanding++
+		ss.stats.Requests++
 		if ss.obs != nil {
 			ss.obs(stepEvent{session: ss.id, step: st.id, iter: it, instance: k, start: t, end: -1})
 		}
@@ -522,16 +531,24 @@ func (ss *agSession) start(s *genSource, i, it int, t int64, rr *rand.Rand, emit
 func (a *agInstance) finished(s *genSource, _ uint64, o Outcome, out int32, now int64, inject func(*Request)) {
 	ss := a.s
 	ss.outstanding--
+	ss.lastEnd = max(ss.lastEnd, now)
 	if ss.obs != nil {
 		ss.obs(stepEvent{session: ss.id, step: ss.w.steps[a.step].id, iter: a.iter, instance: a.inst, start: a.start, end: now})
 	}
 	if o != Completed {
-		ss.aborted = true
+		if !ss.aborted {
+			ss.aborted = true
+			ss.stats.Aborted++
+		}
 		return
 	}
 	if a.prompt != nil {
 		// The accumulated context continues from this step's prompt and answer.
-		ss.ctx = append(ss.ctx[:0], a.prompt[len(prefixOf(ss.c)):]...)
+		skip := 0
+		if ss.c.prefix.Length > 0 {
+			skip = 1
+		}
+		ss.ctx = append(ss.ctx[:0], a.prompt[skip:]...)
 		if out > 0 {
 			ss.ctx = append(ss.ctx, Segment{Key: ss.c.fol.Uint64(), Length: out})
 		}
@@ -539,14 +556,41 @@ func (a *agInstance) finished(s *genSource, _ uint64, o Outcome, out int32, now 
 	}
 	emit := func(r *Request, w waiter) bool { return s.injectNew(r, w, inject) }
 	ss.complete(s, a.step, a.iter, now, Segment{}, ss.c.fol, emit)
+	if ss.outstanding == 0 && !ss.aborted {
+		// Tool calls run inside complete, so nothing can start any more: the session is over.
+		if ss.terminated {
+			ss.stats.Truncated++
+		} else {
+			ss.stats.Completed++
+			e2e := ss.lastEnd - ss.begin
+			ss.stats.SessionE2ESumUs += e2e
+			ss.stats.SessionE2EMaxUs = max(ss.stats.SessionE2EMaxUs, e2e)
+		}
+	}
 }
 
-func prefixOf(c *clientGen) []Segment {
-	if c.prefix.Length > 0 {
-		return []Segment{c.prefix}
-	}
-	return nil
+// AgenticStats summarizes the agentic sessions of a source (seed 003's agentic metrics).
+// Sessions still running when the simulation stops are Started but in no other count.
+type AgenticStats struct {
+	// Started counts sessions; Completed ran every step; Aborted lost a step (rejected,
+	// dropped, timed out); Truncated were cut by the horizon or the request budget.
+	Started, Completed, Aborted, Truncated int64
+	// Requests counts LLM calls issued; ToolCalls and ToolWaitUs count tool calls and their
+	// total sampled latency; LoopIterations counts loop iterations started.
+	Requests, ToolCalls, ToolWaitUs, LoopIterations int64
+	// SessionE2ESumUs and SessionE2EMaxUs are over completed sessions, from the root's
+	// arrival to the last step's completion.
+	SessionE2ESumUs, SessionE2EMaxUs int64
 }
+
+// SessionReporter is implemented by sources with agentic clients.
+type SessionReporter interface {
+	// AgenticStats returns the session counters so far.
+	AgenticStats() AgenticStats
+}
+
+// AgenticStats implements SessionReporter.
+func (s *genSource) AgenticStats() AgenticStats { return s.agStats }
 
 // complete records that one instance of step i (iteration it) finished at t, starting every
 // step whose parents are now all done. toolOut (if non-empty) feeds the children's prompts.

@@ -8,6 +8,7 @@ import (
 )
 
 type agRun struct {
+	src    *genSource
 	spec   *Spec
 	wf     *workflow
 	reqs   []served
@@ -22,7 +23,7 @@ func runAgentic(t *testing.T, s *Spec, outcome func(*Request) Outcome) *agRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := &agRun{spec: s}
+	run := &agRun{spec: s, src: g}
 	g.agObserver = func(ev stepEvent) { run.events = append(run.events, ev) }
 	if run.wf, err = compileAgentic("test", s.Clients[0].Agentic, ""); err != nil {
 		t.Fatal(err)
@@ -221,6 +222,21 @@ func TestAgenticReActStructure(t *testing.T) {
 			t.Fatalf("session %d ends with %s/%d", id, last.Step, last.Iteration)
 		}
 	}
+	n := int64(len(bySession))
+	st := SessionReporter(run.src).AgenticStats()
+	if st.Started != n || st.Completed != n || st.Aborted != 0 || st.Truncated != 0 ||
+		st.Requests != 11*n || st.ToolCalls != 5*n || st.LoopIterations != 5*n {
+		t.Fatalf("stats %+v for %d complete sessions", st, n)
+	}
+	var sum, maxE2E int64
+	for _, rs := range bySession {
+		e2e := rs[len(rs)-1].finish - rs[0].Arrival
+		sum += e2e
+		maxE2E = max(maxE2E, e2e)
+	}
+	if st.SessionE2ESumUs != sum || st.SessionE2EMaxUs != maxE2E {
+		t.Fatalf("session E2E sum %d max %d, want %d and %d", st.SessionE2ESumUs, st.SessionE2EMaxUs, sum, maxE2E)
+	}
 }
 
 func TestAgenticForkJoinTiming(t *testing.T) {
@@ -264,6 +280,9 @@ func TestAgenticFailureAbortsSession(t *testing.T) {
 	if len(dropped) == 0 {
 		t.Fatal("no session was affected")
 	}
+	if st := run.src.AgenticStats(); st.Aborted != int64(len(dropped)) || st.Completed+st.Aborted+st.Truncated > st.Started {
+		t.Fatalf("stats %+v with %d sessions hit by drops", st, len(dropped))
+	}
 }
 
 func TestAgenticRequestBudget(t *testing.T) {
@@ -272,6 +291,10 @@ func TestAgenticRequestBudget(t *testing.T) {
 	run := runAgentic(t, s, nil)
 	if len(run.reqs) > 100 || len(run.reqs) < 90 {
 		t.Fatalf("%d requests with num_requests 100", len(run.reqs))
+	}
+	// Sessions reserve 7 calls each: 14 full sessions, then one cut to the last 2 calls.
+	if st := run.src.AgenticStats(); st.Started != 15 || st.Completed != 14 || st.Truncated != 1 || st.Requests != 100 {
+		t.Fatalf("stats %+v", st)
 	}
 }
 

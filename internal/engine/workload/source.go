@@ -181,6 +181,7 @@ type genSource struct {
 	reactive bool
 	// agObserver, when set, sees every agentic step instance start and finish (tests).
 	agObserver func(stepEvent)
+	agStats    AgenticStats
 }
 
 // waiter reacts to the completion of one request.
