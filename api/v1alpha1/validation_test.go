@@ -131,6 +131,11 @@ func TestConvertedBLISExamplesAccepted(t *testing.T) {
 	if len(files) < 9 {
 		t.Fatalf("found %d BLIS examples, expected 9", len(files))
 	}
+	complete, err := filepath.Glob(filepath.Join(env.RepoRoot, "internal", "blisfile", "testdata", "complete", "*.yaml"))
+	if err != nil || len(complete) != 2 {
+		t.Fatalf("expected the 2 files using every BLIS key, found %v (%v)", complete, err)
+	}
+	files = append(files, complete...)
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {

@@ -398,3 +398,37 @@ func TestVerbatimListIsSorted(t *testing.T) {
 		}
 	}
 }
+
+// TestCompleteFilesRoundTrip converts files that use every BLIS key (and the extensions)
+// with non-zero values and checks that nothing is lost on the way to the resource and back.
+func TestCompleteFilesRoundTrip(t *testing.T) {
+	for name, parse := range map[string]func([]byte) ([]byte, error){
+		"all-policy-keys.yaml": func(d []byte) ([]byte, error) {
+			s, err := ParsePolicy(d)
+			if err != nil {
+				return nil, err
+			}
+			return PolicyToBLIS(s)
+		},
+		"all-workload-keys.yaml": func(d []byte) ([]byte, error) {
+			s, err := ParseWorkload(d)
+			if err != nil {
+				return nil, err
+			}
+			return WorkloadToBLIS(s)
+		},
+	} {
+		data, err := os.ReadFile(filepath.Join("testdata", "complete", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := parse(data)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if orig, out := genericPruned(t, data), genericPruned(t, back); !reflect.DeepEqual(orig, out) {
+			t.Errorf("%s: changed over a round trip\noriginal:   %v\nround trip: %v", name, orig, out)
+		}
+	}
+}

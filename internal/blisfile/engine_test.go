@@ -109,13 +109,17 @@ func TestSamplePoliciesRunOnTheEngine(t *testing.T) {
 	}
 }
 
-// TestExamplePoliciesRunOnTheEngine does the same for every BLIS example policy file after a
-// round trip through the resource.
+// TestExamplePoliciesRunOnTheEngine does the same for every BLIS example policy file (and the
+// file using every policy key) after a round trip through the resource.
 func TestExamplePoliciesRunOnTheEngine(t *testing.T) {
+	var files []string
 	for _, f := range examples(t) {
-		if exampleKinds[filepath.Base(f)] != KindPolicy {
-			continue
+		if exampleKinds[filepath.Base(f)] == KindPolicy {
+			files = append(files, f)
 		}
+	}
+	files = append(files, filepath.Join("testdata", "complete", "all-policy-keys.yaml"))
+	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
