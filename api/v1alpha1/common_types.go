@@ -24,7 +24,7 @@ import (
 
 // LocalObjectReference names an object of a known kind in the same namespace.
 type LocalObjectReference struct {
-	// Name of the referenced object in the same namespace.
+	// name of the referenced object in the same namespace.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +required
@@ -33,13 +33,13 @@ type LocalObjectReference struct {
 
 // ConfigMapKeyReference selects one key of a ConfigMap in the same namespace.
 type ConfigMapKeyReference struct {
-	// Name of the ConfigMap in the same namespace.
+	// name of the ConfigMap in the same namespace.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +required
 	Name string `json:"name"`
 
-	// Key within the ConfigMap's data whose value is the file.
+	// key within the ConfigMap's data whose value is the file.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
@@ -50,12 +50,12 @@ type ConfigMapKeyReference struct {
 // DelaySpec is a normally distributed delay, truncated at zero. Both numbers are in seconds,
 // as in BLIS policy files.
 type DelaySpec struct {
-	// Mean delay in seconds.
+	// mean delay in seconds.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Mean float64 `json:"mean,omitempty"`
 
-	// Stddev is the standard deviation of the delay in seconds.
+	// stddev is the standard deviation of the delay in seconds.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Stddev float64 `json:"stddev,omitempty"`

@@ -31,31 +31,31 @@ import (
 // +kubebuilder:validation:XValidation:rule="has(self.workloadRef) != has(self.workload)",message="set exactly one of workloadRef and workload"
 // +kubebuilder:validation:XValidation:rule="!has(self.objectives) || self.objectives.exists(o, o.weight > 0.0)",message="at least one objective needs a positive weight",fieldPath=".objectives"
 type EvaluationSpec struct {
-	// ClusterRef names a SimulatedCluster in the same namespace.
+	// clusterRef names a SimulatedCluster in the same namespace.
 	// +optional
 	ClusterRef *LocalObjectReference `json:"clusterRef,omitempty"`
 
-	// Cluster is an inline SimulatedCluster spec.
+	// cluster is an inline SimulatedCluster spec.
 	// +optional
 	Cluster *SimulatedClusterSpec `json:"cluster,omitempty"`
 
-	// PolicyRef names a PolicyBundle in the same namespace.
+	// policyRef names a PolicyBundle in the same namespace.
 	// +optional
 	PolicyRef *LocalObjectReference `json:"policyRef,omitempty"`
 
-	// Policy is an inline PolicyBundle spec.
+	// policy is an inline PolicyBundle spec.
 	// +optional
 	Policy *PolicyBundleSpec `json:"policy,omitempty"`
 
-	// WorkloadRef names a WorkloadSpec in the same namespace.
+	// workloadRef names a WorkloadSpec in the same namespace.
 	// +optional
 	WorkloadRef *LocalObjectReference `json:"workloadRef,omitempty"`
 
-	// Workload is an inline WorkloadSpec spec.
+	// workload is an inline WorkloadSpec spec.
 	// +optional
 	Workload *WorkloadSpecSpec `json:"workload,omitempty"`
 
-	// Seeds are the simulation seeds; several seeds are replicates, reported with mean,
+	// seeds are the simulation seeds; several seeds are replicates, reported with mean,
 	// standard deviation and a 95% confidence interval. Absent means the workload's seed.
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
@@ -63,17 +63,17 @@ type EvaluationSpec struct {
 	// +optional
 	Seeds []int64 `json:"seeds,omitempty"`
 
-	// Horizon overrides the workload's simulated duration, in microseconds.
+	// horizon overrides the workload's simulated duration, in microseconds.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	Horizon *int64 `json:"horizon,omitempty"`
 
-	// NumRequests overrides the workload's request count.
+	// numRequests overrides the workload's request count.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	NumRequests *int64 `json:"numRequests,omitempty"`
 
-	// Objectives define fitness: each names a metric, whether it is minimised or maximised,
+	// objectives define fitness: each names a metric, whether it is minimised or maximised,
 	// and its weight in the scalar fitness score.
 	// +listType=map
 	// +listMapKey=name
@@ -81,25 +81,25 @@ type EvaluationSpec struct {
 	// +optional
 	Objectives []Objective `json:"objectives,omitempty"`
 
-	// FitnessWeights is BLIS's --fitness-weights in map form: metric name (BLIS raw metric
+	// fitnessWeights is BLIS's --fitness-weights in map form: metric name (BLIS raw metric
 	// keys such as p99_ttft or throughput) to weight. Keys are kept as BLIS spells them.
 	// +kubebuilder:validation:MaxProperties=16
 	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k] >= 0.0)",message="fitness weights must be non-negative"
 	// +optional
 	FitnessWeights map[string]float64 `json:"fitnessWeights,omitempty"`
 
-	// Trace sets how much of the run is recorded and how it is summarised.
+	// trace sets how much of the run is recorded and how it is summarised.
 	// +optional
 	Trace TraceSpec `json:"trace,omitempty"`
 
-	// Execution sets where and how the engine runs.
+	// execution sets where and how the engine runs.
 	// +optional
 	Execution ExecutionSpec `json:"execution,omitempty"`
 }
 
 // Objective is one fitness objective.
 type Objective struct {
-	// Name is a metric in BLIS output vocabulary, camelCase (for example ttftP99Ms,
+	// name is a metric in BLIS output vocabulary, camelCase (for example ttftP99Ms,
 	// e2eMeanMs, responsesPerSec, sloAttainment, jainFairnessIndex, goodputRps,
 	// costPerHour), or a per-class metric as <metric>/<class>.
 	// +kubebuilder:validation:MinLength=1
@@ -108,12 +108,12 @@ type Objective struct {
 	// +required
 	Name string `json:"name"`
 
-	// Direction is minimize or maximize.
+	// direction is minimize or maximize.
 	// +kubebuilder:validation:Enum=minimize;maximize
 	// +required
 	Direction string `json:"direction"`
 
-	// Weight of the objective in the scalar fitness.
+	// weight of the objective in the scalar fitness.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:default=1
 	// +optional
@@ -136,17 +136,17 @@ const (
 
 // TraceSpec controls trace collection and the text summary written to status.
 type TraceSpec struct {
-	// Level is none, decisions or full.
+	// level is none, decisions or full.
 	// +kubebuilder:default=none
 	// +optional
 	Level TraceLevel `json:"level,omitempty"`
 
-	// SummaryStrategy chooses how the trace is summarised into status.traceSummary.
+	// summaryStrategy chooses how the trace is summarised into status.traceSummary.
 	// +kubebuilder:validation:Enum=issue_focused;decision_audit;counterfactual;pattern_mining
 	// +optional
 	SummaryStrategy string `json:"summaryStrategy,omitempty"`
 
-	// SummaryMaxTokens bounds the length of the summary, in approximate tokens.
+	// summaryMaxTokens bounds the length of the summary, in approximate tokens.
 	// +kubebuilder:validation:Minimum=100
 	// +kubebuilder:validation:Maximum=4000
 	// +optional
@@ -167,38 +167,38 @@ const (
 
 // ExecutionSpec controls how the engine is run.
 type ExecutionSpec struct {
-	// Executor is job (a batch/v1 Job per Evaluation) or inProcess (the manager's worker
+	// executor is job (a batch/v1 Job per Evaluation) or inProcess (the manager's worker
 	// pool, for small runs).
 	// +kubebuilder:default=job
 	// +optional
 	Executor Executor `json:"executor,omitempty"`
 
-	// Resources of the engine container (job executor).
+	// resources of the engine container (job executor).
 	// +optional
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 
-	// Timeout bounds the run's wall-clock time; the Job's activeDeadlineSeconds.
+	// timeout bounds the run's wall-clock time; the Job's activeDeadlineSeconds.
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
-	// QueueName is the Kueue LocalQueue the Job is submitted to.
+	// queueName is the Kueue LocalQueue the Job is submitted to.
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	QueueName string `json:"queueName,omitempty"`
 
-	// PriorityClassName is the priority class of the engine pod (with Kueue, the workload
+	// priorityClassName is the priority class of the engine pod (with Kueue, the workload
 	// priority class).
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	PriorityClassName string `json:"priorityClassName,omitempty"`
 
-	// ReuseCachedResult lets the operator copy the result of a finished Evaluation with the
+	// reuseCachedResult lets the operator copy the result of a finished Evaluation with the
 	// same input hash instead of running the engine again (the engine is deterministic).
 	// +kubebuilder:default=true
 	// +optional
 	ReuseCachedResult *bool `json:"reuseCachedResult,omitempty"`
 
-	// MaxRetries bounds retries of a failed run.
+	// maxRetries bounds retries of a failed run.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=10
 	// +kubebuilder:default=2
@@ -258,85 +258,85 @@ const (
 // bounded; floating-point numbers are rounded to MetricSignificantDigits significant digits
 // (see RoundMetric).
 type EvaluationStatus struct {
-	// Conditions: Ready, InputsResolved, Queued, Running, Failed, Cached.
+	// conditions: Ready, InputsResolved, Queued, Running, Failed, Cached.
 	// +listType=map
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=8
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// ObservedGeneration is the generation the status describes.
+	// observedGeneration is the generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Phase is Pending, Queued, Running, Succeeded or Failed.
+	// phase is Pending, Queued, Running, Succeeded or Failed.
 	// +optional
 	Phase EvaluationPhase `json:"phase,omitempty"`
 
-	// StartTime is when the engine started.
+	// startTime is when the engine started.
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty"`
 
-	// CompletionTime is when the results were written.
+	// completionTime is when the results were written.
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 
-	// Attempts is the number of engine runs started.
+	// attempts is the number of engine runs started.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Attempts int32 `json:"attempts,omitempty"`
 
-	// InputHash is the SHA-256 (hex) of the resolved input document and the engine version;
+	// inputHash is the SHA-256 (hex) of the resolved input document and the engine version;
 	// equal hashes give identical results.
 	// +kubebuilder:validation:MaxLength=128
 	// +optional
 	InputHash string `json:"inputHash,omitempty"`
 
-	// EngineVersion is the version of the engine that produced the results.
+	// engineVersion is the version of the engine that produced the results.
 	// +kubebuilder:validation:MaxLength=128
 	// +optional
 	EngineVersion string `json:"engineVersion,omitempty"`
 
-	// CachedFrom names the Evaluation whose result was reused.
+	// cachedFrom names the Evaluation whose result was reused.
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	CachedFrom string `json:"cachedFrom,omitempty"`
 
-	// Metrics are the headline metrics (mean over replicates when there are several seeds).
+	// metrics are the headline metrics (mean over replicates when there are several seeds).
 	// +optional
 	Metrics *EvaluationMetrics `json:"metrics,omitempty"`
 
-	// FitnessScore is the weighted scalar fitness over the objectives (higher is better).
+	// fitnessScore is the weighted scalar fitness over the objectives (higher is better).
 	// +optional
 	FitnessScore *float64 `json:"fitnessScore,omitempty"`
 
-	// Fitness is the normalised value of each objective.
+	// fitness is the normalised value of each objective.
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=16
 	// +optional
 	Fitness []NamedValue `json:"fitness,omitempty"`
 
-	// ParetoRank is the Evaluation's non-domination rank within its study (0 = front).
+	// paretoRank is the Evaluation's non-domination rank within its study (0 = front).
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	ParetoRank *int32 `json:"paretoRank,omitempty"`
 
-	// Replicates are the across-seed statistics of the headline metrics.
+	// replicates are the across-seed statistics of the headline metrics.
 	// +optional
 	Replicates *ReplicateStatistics `json:"replicates,omitempty"`
 
-	// Anomalies are counters of pathological behaviour.
+	// anomalies are counters of pathological behaviour.
 	// +optional
 	Anomalies *AnomalyCounters `json:"anomalies,omitempty"`
 
-	// TraceSummary is the bounded text summary of the trace for humans and LLM-driven
+	// traceSummary is the bounded text summary of the trace for humans and LLM-driven
 	// optimizers.
 	// +kubebuilder:validation:MaxLength=12288
 	// +optional
 	TraceSummary string `json:"traceSummary,omitempty"`
 
-	// ResultRef points at the full result (per-request rows, traces).
+	// resultRef points at the full result (per-request rows, traces).
 	// +optional
 	ResultRef *ResultReference `json:"resultRef,omitempty"`
 }
@@ -344,120 +344,120 @@ type EvaluationStatus struct {
 // EvaluationMetrics are the headline results in BLIS output vocabulary (ttft_p99_ms is
 // ttftP99Ms). Latencies are in milliseconds.
 type EvaluationMetrics struct {
-	// InjectedRequests is the number of requests generated.
+	// injectedRequests is the number of requests generated.
 	// +optional
 	InjectedRequests int64 `json:"injectedRequests,omitempty"`
-	// CompletedRequests is the number of requests that finished.
+	// completedRequests is the number of requests that finished.
 	// +optional
 	CompletedRequests int64 `json:"completedRequests,omitempty"`
-	// RejectedRequests is the number of requests admission rejected.
+	// rejectedRequests is the number of requests admission rejected.
 	// +optional
 	RejectedRequests int64 `json:"rejectedRequests,omitempty"`
-	// StillQueued is the number of requests waiting at the horizon.
+	// stillQueued is the number of requests waiting at the horizon.
 	// +optional
 	StillQueued int64 `json:"stillQueued,omitempty"`
-	// StillRunning is the number of requests running at the horizon.
+	// stillRunning is the number of requests running at the horizon.
 	// +optional
 	StillRunning int64 `json:"stillRunning,omitempty"`
-	// DroppedUnservable is the number of requests no replica could ever serve.
+	// droppedUnservable is the number of requests no replica could ever serve.
 	// +optional
 	DroppedUnservable int64 `json:"droppedUnservable,omitempty"`
-	// TimedOutRequests is the number of requests that hit their timeout.
+	// timedOutRequests is the number of requests that hit their timeout.
 	// +optional
 	TimedOutRequests int64 `json:"timedOutRequests,omitempty"`
-	// LengthCappedRequests is the number of requests cut at the context length.
+	// lengthCappedRequests is the number of requests cut at the context length.
 	// +optional
 	LengthCappedRequests int64 `json:"lengthCappedRequests,omitempty"`
-	// PreemptionCount is the number of preemptions.
+	// preemptionCount is the number of preemptions.
 	// +optional
 	PreemptionCount int64 `json:"preemptionCount,omitempty"`
-	// KvAllocationFailures is the number of failed KV block allocations.
+	// kvAllocationFailures is the number of failed KV block allocations.
 	// +optional
 	KvAllocationFailures int64 `json:"kvAllocationFailures,omitempty"`
-	// TotalInputTokens is the sum of prompt tokens.
+	// totalInputTokens is the sum of prompt tokens.
 	// +optional
 	TotalInputTokens int64 `json:"totalInputTokens,omitempty"`
-	// TotalOutputTokens is the sum of output tokens.
+	// totalOutputTokens is the sum of output tokens.
 	// +optional
 	TotalOutputTokens int64 `json:"totalOutputTokens,omitempty"`
 
-	// VllmEstimatedDurationS is the simulated time at the last event, in seconds (BLIS's
+	// vllmEstimatedDurationS is the simulated time at the last event, in seconds (BLIS's
 	// vllm_estimated_duration_s, the denominator of the rates).
 	// +optional
 	VllmEstimatedDurationS float64 `json:"vllmEstimatedDurationS,omitempty"`
-	// ResponsesPerSec is completed requests per simulated second.
+	// responsesPerSec is completed requests per simulated second.
 	// +optional
 	ResponsesPerSec float64 `json:"responsesPerSec,omitempty"`
-	// TokensPerSec is output tokens per simulated second.
+	// tokensPerSec is output tokens per simulated second.
 	// +optional
 	TokensPerSec float64 `json:"tokensPerSec,omitempty"`
-	// GoodputRps is requests per second that met their SLO targets.
+	// goodputRps is requests per second that met their SLO targets.
 	// +optional
 	GoodputRps float64 `json:"goodputRps,omitempty"`
 
-	// TtftMeanMs is the mean time to first token.
+	// ttftMeanMs is the mean time to first token.
 	// +optional
 	TtftMeanMs float64 `json:"ttftMeanMs,omitempty"`
-	// TtftP50Ms is the median time to first token.
+	// ttftP50Ms is the median time to first token.
 	// +optional
 	TtftP50Ms float64 `json:"ttftP50Ms,omitempty"`
-	// TtftP90Ms is the 90th percentile time to first token.
+	// ttftP90Ms is the 90th percentile time to first token.
 	// +optional
 	TtftP90Ms float64 `json:"ttftP90Ms,omitempty"`
-	// TtftP95Ms is the 95th percentile time to first token.
+	// ttftP95Ms is the 95th percentile time to first token.
 	// +optional
 	TtftP95Ms float64 `json:"ttftP95Ms,omitempty"`
-	// TtftP99Ms is the 99th percentile time to first token.
+	// ttftP99Ms is the 99th percentile time to first token.
 	// +optional
 	TtftP99Ms float64 `json:"ttftP99Ms,omitempty"`
-	// E2eMeanMs is the mean end-to-end latency.
+	// e2eMeanMs is the mean end-to-end latency.
 	// +optional
 	E2eMeanMs float64 `json:"e2eMeanMs,omitempty"`
-	// E2eP50Ms is the median end-to-end latency.
+	// e2eP50Ms is the median end-to-end latency.
 	// +optional
 	E2eP50Ms float64 `json:"e2eP50Ms,omitempty"`
-	// E2eP90Ms is the 90th percentile end-to-end latency.
+	// e2eP90Ms is the 90th percentile end-to-end latency.
 	// +optional
 	E2eP90Ms float64 `json:"e2eP90Ms,omitempty"`
-	// E2eP95Ms is the 95th percentile end-to-end latency.
+	// e2eP95Ms is the 95th percentile end-to-end latency.
 	// +optional
 	E2eP95Ms float64 `json:"e2eP95Ms,omitempty"`
-	// E2eP99Ms is the 99th percentile end-to-end latency.
+	// e2eP99Ms is the 99th percentile end-to-end latency.
 	// +optional
 	E2eP99Ms float64 `json:"e2eP99Ms,omitempty"`
-	// ItlMeanMs is the mean inter-token latency over all token gaps.
+	// itlMeanMs is the mean inter-token latency over all token gaps.
 	// +optional
 	ItlMeanMs float64 `json:"itlMeanMs,omitempty"`
-	// ItlP50Ms is the median inter-token latency.
+	// itlP50Ms is the median inter-token latency.
 	// +optional
 	ItlP50Ms float64 `json:"itlP50Ms,omitempty"`
-	// ItlP90Ms is the 90th percentile inter-token latency.
+	// itlP90Ms is the 90th percentile inter-token latency.
 	// +optional
 	ItlP90Ms float64 `json:"itlP90Ms,omitempty"`
-	// ItlP95Ms is the 95th percentile inter-token latency.
+	// itlP95Ms is the 95th percentile inter-token latency.
 	// +optional
 	ItlP95Ms float64 `json:"itlP95Ms,omitempty"`
-	// ItlP99Ms is the 99th percentile inter-token latency.
+	// itlP99Ms is the 99th percentile inter-token latency.
 	// +optional
 	ItlP99Ms float64 `json:"itlP99Ms,omitempty"`
-	// SchedulingDelayP99Ms is the 99th percentile of arrival-to-first-schedule time.
+	// schedulingDelayP99Ms is the 99th percentile of arrival-to-first-schedule time.
 	// +optional
 	SchedulingDelayP99Ms float64 `json:"schedulingDelayP99Ms,omitempty"`
 
-	// SloAttainment is the fraction of requests that met their SLO targets.
+	// sloAttainment is the fraction of requests that met their SLO targets.
 	// +optional
 	SloAttainment float64 `json:"sloAttainment,omitempty"`
-	// CacheHitRate is the fraction of prompt blocks served from the prefix cache.
+	// cacheHitRate is the fraction of prompt blocks served from the prefix cache.
 	// +optional
 	CacheHitRate float64 `json:"cacheHitRate,omitempty"`
-	// JainFairnessIndex is Jain's index of per-tenant throughput (1 = perfectly fair).
+	// jainFairnessIndex is Jain's index of per-tenant throughput (1 = perfectly fair).
 	// +optional
 	JainFairnessIndex float64 `json:"jainFairnessIndex,omitempty"`
-	// ReplicaSeconds is the replica time consumed, for cost.
+	// replicaSeconds is the replica time consumed, for cost.
 	// +optional
 	ReplicaSeconds float64 `json:"replicaSeconds,omitempty"`
 
-	// PerClass are the metrics of each SLO class (or tenant), at most 16 rows.
+	// perClass are the metrics of each SLO class (or tenant), at most 16 rows.
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=16
@@ -467,54 +467,54 @@ type EvaluationMetrics struct {
 
 // ClassMetrics are the headline metrics of one SLO class or tenant.
 type ClassMetrics struct {
-	// Name is the SLO class, or tenant:<id> for a tenant row.
+	// name is the SLO class, or tenant:<id> for a tenant row.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +required
 	Name string `json:"name"`
-	// CompletedRequests of the class.
+	// completedRequests of the class.
 	// +optional
 	CompletedRequests int64 `json:"completedRequests,omitempty"`
-	// RejectedRequests of the class.
+	// rejectedRequests of the class.
 	// +optional
 	RejectedRequests int64 `json:"rejectedRequests,omitempty"`
-	// TtftP99Ms of the class.
+	// ttftP99Ms of the class.
 	// +optional
 	TtftP99Ms float64 `json:"ttftP99Ms,omitempty"`
-	// E2eP99Ms of the class.
+	// e2eP99Ms of the class.
 	// +optional
 	E2eP99Ms float64 `json:"e2eP99Ms,omitempty"`
-	// ItlP99Ms of the class.
+	// itlP99Ms of the class.
 	// +optional
 	ItlP99Ms float64 `json:"itlP99Ms,omitempty"`
-	// SloAttainment of the class.
+	// sloAttainment of the class.
 	// +optional
 	SloAttainment float64 `json:"sloAttainment,omitempty"`
-	// GoodputRps of the class.
+	// goodputRps of the class.
 	// +optional
 	GoodputRps float64 `json:"goodputRps,omitempty"`
 }
 
 // NamedValue is a named number.
 type NamedValue struct {
-	// Name of the value (an objective name).
+	// name of the value (an objective name).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +required
 	Name string `json:"name"`
-	// Value is the number.
+	// value is the number.
 	// +required
 	Value float64 `json:"value"`
 }
 
 // ReplicateStatistics summarise headline metrics across seeds.
 type ReplicateStatistics struct {
-	// Count is the number of replicates (seeds) that completed.
+	// count is the number of replicates (seeds) that completed.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Count int32 `json:"count,omitempty"`
 
-	// Metrics are the statistics per headline metric.
+	// metrics are the statistics per headline metric.
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=16
@@ -524,71 +524,71 @@ type ReplicateStatistics struct {
 
 // ReplicateStat is the across-seed statistics of one metric.
 type ReplicateStat struct {
-	// Name of the metric (as in status.metrics, for example ttftP99Ms).
+	// name of the metric (as in status.metrics, for example ttftP99Ms).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +required
 	Name string `json:"name"`
-	// Mean over replicates.
+	// mean over replicates.
 	// +required
 	Mean float64 `json:"mean"`
-	// Stddev is the sample standard deviation over replicates.
+	// stddev is the sample standard deviation over replicates.
 	// +optional
 	Stddev float64 `json:"stddev,omitempty"`
-	// Ci95 is the half-width of the 95% confidence interval of the mean (Student's t).
+	// ci95 is the half-width of the 95% confidence interval of the mean (Student's t).
 	// +optional
 	Ci95 float64 `json:"ci95,omitempty"`
 }
 
 // AnomalyCounters count pathological behaviour detected during the run.
 type AnomalyCounters struct {
-	// PriorityInversions counts higher-priority requests scheduled after lower-priority ones.
+	// priorityInversions counts higher-priority requests scheduled after lower-priority ones.
 	// +optional
 	PriorityInversions int64 `json:"priorityInversions,omitempty"`
-	// HolBlockingEvents counts head-of-line blocking events.
+	// holBlockingEvents counts head-of-line blocking events.
 	// +optional
 	HolBlockingEvents int64 `json:"holBlockingEvents,omitempty"`
-	// ScaleOscillations counts scale-ups followed by scale-downs (or the reverse) within the
+	// scaleOscillations counts scale-ups followed by scale-downs (or the reverse) within the
 	// cooldown.
 	// +optional
 	ScaleOscillations int64 `json:"scaleOscillations,omitempty"`
-	// KvThrashingEvents counts offloads immediately followed by a reload of the same block.
+	// kvThrashingEvents counts offloads immediately followed by a reload of the same block.
 	// +optional
 	KvThrashingEvents int64 `json:"kvThrashingEvents,omitempty"`
-	// RejectedRequests counts admission rejections.
+	// rejectedRequests counts admission rejections.
 	// +optional
 	RejectedRequests int64 `json:"rejectedRequests,omitempty"`
-	// DroppedUnservable counts requests no replica could serve.
+	// droppedUnservable counts requests no replica could serve.
 	// +optional
 	DroppedUnservable int64 `json:"droppedUnservable,omitempty"`
-	// TimedOutRequests counts request timeouts.
+	// timedOutRequests counts request timeouts.
 	// +optional
 	TimedOutRequests int64 `json:"timedOutRequests,omitempty"`
 }
 
 // ResultReference locates the full result of an Evaluation.
 type ResultReference struct {
-	// Kind of the object holding the result (ConfigMap), or empty when uri is used.
+	// kind of the object holding the result (ConfigMap), or empty when uri is used.
 	// +kubebuilder:validation:Enum=ConfigMap;Secret
 	// +optional
 	Kind string `json:"kind,omitempty"`
-	// Name of the object in the Evaluation's namespace.
+	// name of the object in the Evaluation's namespace.
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	Name string `json:"name,omitempty"`
-	// Key within the object.
+	// key within the object.
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	Key string `json:"key,omitempty"`
-	// URI of a result stored outside the API server (a volume path or object-store URL).
+	// uri of a result stored outside the API server (a volume path or object-store URL).
 	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	URI string `json:"uri,omitempty"`
-	// Digest is the SHA-256 (hex) of the result document.
+	// digest is the SHA-256 (hex) of the result document.
 	// +kubebuilder:validation:MaxLength=128
 	// +optional
 	Digest string `json:"digest,omitempty"`
-	// SizeBytes is the size of the result document.
+	// sizeBytes is the size of the result document.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	SizeBytes int64 `json:"sizeBytes,omitempty"`

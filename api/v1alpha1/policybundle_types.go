@@ -30,46 +30,46 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.scheduler) || !has(self.instanceScheduler) || !(has(self.instanceScheduler.decisionTree) || has(self.instanceScheduler.cel))",message="scheduler names a template; it cannot be combined with an instanceScheduler decisionTree or cel policy",fieldPath=".instanceScheduler"
 // +kubebuilder:validation:XValidation:rule="!has(self.instanceScheduler) || !(has(self.instanceScheduler.parameters) || has(self.instanceScheduler.options) || has(self.instanceScheduler.parameterMaps)) || has(self.scheduler)",message="instanceScheduler parameters, options and parameterMaps belong to the scheduler template and need scheduler",fieldPath=".instanceScheduler"
 type PolicyBundleSpec struct {
-	// BlisConfigMapRef points at a ConfigMap key holding an unchanged BLIS policy file, used
+	// blisConfigMapRef points at a ConfigMap key holding an unchanged BLIS policy file, used
 	// instead of the typed fields below.
 	// +optional
 	BlisConfigMapRef *ConfigMapKeyReference `json:"blisConfigMapRef,omitempty"`
 
-	// Admission decides whether an arriving request is admitted, rejected or delayed.
+	// admission decides whether an arriving request is admitted, rejected or delayed.
 	// +optional
 	Admission *AdmissionPolicy `json:"admission,omitempty"`
 
-	// Priority computes the priority score of an admitted request.
+	// priority computes the priority score of an admitted request.
 	// +optional
 	Priority *PriorityPolicy `json:"priority,omitempty"`
 
-	// Routing picks the replica that serves a request.
+	// routing picks the replica that serves a request.
 	// +optional
 	Routing *RoutingPolicy `json:"routing,omitempty"`
 
-	// Scheduler is the instance scheduler template that orders each replica's wait queue
+	// scheduler is the instance scheduler template that orders each replica's wait queue
 	// (BLIS key scheduler).
 	// +kubebuilder:validation:Enum=fcfs;priority-fcfs;sjf;reverse-priority
 	// +optional
 	Scheduler string `json:"scheduler,omitempty"`
 
-	// InstanceScheduler holds the parameters of the scheduler template, or replaces the
+	// instanceScheduler holds the parameters of the scheduler template, or replaces the
 	// template with a decision tree or a CEL expression.
 	// +optional
 	InstanceScheduler *PolicyForms `json:"instanceScheduler,omitempty"`
 
-	// Preemption selects the victim when a replica runs out of KV blocks.
+	// preemption selects the victim when a replica runs out of KV blocks.
 	// +optional
 	Preemption *PreemptionPolicy `json:"preemption,omitempty"`
 
-	// TenantBudgets maps a tenant ID to its fair share of cluster capacity in [0, 1].
+	// tenantBudgets maps a tenant ID to its fair share of cluster capacity in [0, 1].
 	// Keys are tenant IDs exactly as they appear in the workload.
 	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k] >= 0.0 && self[k] <= 1.0)",message="each tenant budget must be in [0, 1]"
 	// +optional
 	TenantBudgets map[string]float64 `json:"tenantBudgets,omitempty"`
 
-	// NodePools are the node pools replicas are placed on, for autoscaling with node
+	// nodePools are the node pools replicas are placed on, for autoscaling with node
 	// provisioning.
 	// +listType=map
 	// +listMapKey=name
@@ -77,15 +77,15 @@ type PolicyBundleSpec struct {
 	// +optional
 	NodePools []NodePool `json:"nodePools,omitempty"`
 
-	// Autoscaler is the autoscale policy and the timing of the autoscaling pipeline.
+	// autoscaler is the autoscale policy and the timing of the autoscaling pipeline.
 	// +optional
 	Autoscaler *AutoscalerPolicy `json:"autoscaler,omitempty"`
 
-	// InstanceLifecycle models how long replicas take to load.
+	// instanceLifecycle models how long replicas take to load.
 	// +optional
 	InstanceLifecycle *InstanceLifecycle `json:"instanceLifecycle,omitempty"`
 
-	// Lineage records where this bundle came from in an evolutionary search.
+	// lineage records where this bundle came from in an evolutionary search.
 	// +optional
 	Lineage *Lineage `json:"lineage,omitempty"`
 }
@@ -100,7 +100,7 @@ type NumberTable map[string]float64
 //
 // +kubebuilder:validation:XValidation:rule="!(has(self.decisionTree) && has(self.cel))",message="set at most one of decisionTree and cel"
 type PolicyForms struct {
-	// Parameters are the numeric parameters of the stage's template, by the template's
+	// parameters are the numeric parameters of the stage's template, by the template's
 	// parameter names (for example score of constant, default_score of tenant-priority); the
 	// names are checked when the bundle is resolved. This map is what parameter-space
 	// optimizers mutate.
@@ -108,7 +108,7 @@ type PolicyForms struct {
 	// +optional
 	Parameters map[string]float64 `json:"parameters,omitempty"`
 
-	// Options are the template's non-numeric settings by name, for example cost: request
+	// options are the template's non-numeric settings by name, for example cost: request
 	// (token-bucket), tie_break: lowest (least-loaded), signal: queue-depth; switches are
 	// written "true" or "false" (per_tenant: "true").
 	// +kubebuilder:validation:MaxProperties=16
@@ -116,18 +116,18 @@ type PolicyForms struct {
 	// +optional
 	Options map[string]string `json:"options,omitempty"`
 
-	// ParameterMaps are the template's tables by name, each mapping user names to numbers,
+	// parameterMaps are the template's tables by name, each mapping user names to numbers,
 	// for example class_scores (slo-based: SLO class to score), tenant_scores
 	// (tenant-priority), targets_us (deadline-aware), quotas (tenant-quota).
 	// +kubebuilder:validation:MaxProperties=8
 	// +optional
 	ParameterMaps map[string]NumberTable `json:"parameterMaps,omitempty"`
 
-	// DecisionTree expresses the policy as an interpretable decision tree.
+	// decisionTree expresses the policy as an interpretable decision tree.
 	// +optional
 	DecisionTree *DecisionTree `json:"decisionTree,omitempty"`
 
-	// CEL expresses the policy as a Common Expression Language expression over the stage's
+	// cel expresses the policy as a Common Expression Language expression over the stage's
 	// observables (for example request.inputTokens, instance.kvUtilization). It runs in a
 	// sandbox with a cost limit and no I/O, so its results are deterministic. The result type
 	// depends on the stage: bool (admit) for admission, double for priority, the instance's
@@ -145,44 +145,44 @@ type PolicyForms struct {
 // +kubebuilder:validation:XValidation:rule="(has(self.policy) ? 1 : 0) + (has(self.decisionTree) ? 1 : 0) + (has(self.cel) ? 1 : 0) <= 1",message="set at most one of policy, decisionTree and cel"
 // +kubebuilder:validation:XValidation:rule="!(has(self.parameters) || has(self.options) || has(self.parameterMaps)) || has(self.policy)",message="parameters, options and parameterMaps apply to a template and need policy"
 type AdmissionPolicy struct {
-	// Policy is the admission template.
+	// policy is the admission template.
 	// +kubebuilder:validation:Enum=always-admit;token-bucket;rate-limit;tenant-quota;reject-all;tier-shed;gaie-legacy
 	// +optional
 	Policy string `json:"policy,omitempty"`
 
 	PolicyForms `json:",inline"`
 
-	// TokenBucketCapacity is the token-bucket size in tokens (default 10000); each request
+	// tokenBucketCapacity is the token-bucket size in tokens (default 10000); each request
 	// costs its input tokens.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	TokenBucketCapacity *float64 `json:"tokenBucketCapacity,omitempty"`
 
-	// TokenBucketRefillRate is the token-bucket refill in tokens per simulated second
+	// tokenBucketRefillRate is the token-bucket refill in tokens per simulated second
 	// (default 1000).
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	TokenBucketRefillRate *float64 `json:"tokenBucketRefillRate,omitempty"`
 
-	// TierShedThreshold is the per-instance load above which tier-shed starts shedding
+	// tierShedThreshold is the per-instance load above which tier-shed starts shedding
 	// (default 0).
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	TierShedThreshold *int32 `json:"tierShedThreshold,omitempty"`
 
-	// TierShedMinPriority is the lowest SLO-tier priority tier-shed still admits under
+	// tierShedMinPriority is the lowest SLO-tier priority tier-shed still admits under
 	// overload (default 3, standard).
 	// +optional
 	TierShedMinPriority *int32 `json:"tierShedMinPriority,omitempty"`
 
-	// GaieQdThreshold is the per-instance queue depth at which gaie-legacy starts rejecting
+	// gaieQdThreshold is the per-instance queue depth at which gaie-legacy starts rejecting
 	// sheddable requests (default 5).
 	// +kubebuilder:validation:ExclusiveMinimum=true
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	GaieQdThreshold *float64 `json:"gaieQdThreshold,omitempty"`
 
-	// GaieKvThreshold is the KV utilisation in (0, 1] at which gaie-legacy starts rejecting
+	// gaieKvThreshold is the KV utilisation in (0, 1] at which gaie-legacy starts rejecting
 	// sheddable requests (default 0.8).
 	// +kubebuilder:validation:ExclusiveMinimum=true
 	// +kubebuilder:validation:Minimum=0
@@ -190,14 +190,14 @@ type AdmissionPolicy struct {
 	// +optional
 	GaieKvThreshold *float64 `json:"gaieKvThreshold,omitempty"`
 
-	// SloPriorities overrides the SLO-class-to-priority mapping (defaults: critical 4,
+	// sloPriorities overrides the SLO-class-to-priority mapping (defaults: critical 4,
 	// standard 3, batch -1, sheddable -2, background -3; negative is sheddable). Keys are
 	// SLO class names.
 	// +kubebuilder:validation:MaxProperties=16
 	// +optional
 	SloPriorities map[string]int32 `json:"sloPriorities,omitempty"`
 
-	// SloTargets are per-SLO-class TTFT targets in microseconds, used by deadline ordering.
+	// sloTargets are per-SLO-class TTFT targets in microseconds, used by deadline ordering.
 	// Keys are SLO class names.
 	// +kubebuilder:validation:MaxProperties=16
 	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k] > 0)",message="SLO targets must be positive"
@@ -210,7 +210,7 @@ type AdmissionPolicy struct {
 // +kubebuilder:validation:XValidation:rule="(has(self.policy) ? 1 : 0) + (has(self.decisionTree) ? 1 : 0) + (has(self.cel) ? 1 : 0) <= 1",message="set at most one of policy, decisionTree and cel"
 // +kubebuilder:validation:XValidation:rule="!(has(self.parameters) || has(self.options) || has(self.parameterMaps)) || has(self.policy)",message="parameters, options and parameterMaps apply to a template and need policy"
 type PriorityPolicy struct {
-	// Policy is the priority template.
+	// policy is the priority template.
 	// +kubebuilder:validation:Enum=constant;slo-based;tenant-priority;deadline-aware;inverted-slo
 	// +optional
 	Policy string `json:"policy,omitempty"`
@@ -225,7 +225,7 @@ type PriorityPolicy struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.scorers) || (has(self.policy) && self.policy in ['weighted', 'weighted-scoring'])",message="scorers apply only to the weighted (weighted-scoring) routing policy",fieldPath=".scorers"
 // +kubebuilder:validation:XValidation:rule="!has(self.picker) || (has(self.policy) && self.policy in ['weighted', 'weighted-scoring'])",message="picker applies only to the weighted (weighted-scoring) routing policy",fieldPath=".picker"
 type RoutingPolicy struct {
-	// Policy is the routing template; weighted (BLIS's name) and weighted-scoring are the same
+	// policy is the routing template; weighted (BLIS's name) and weighted-scoring are the same
 	// scorer-weighted policy.
 	// +kubebuilder:validation:Enum=round-robin;least-loaded;weighted;weighted-scoring;prefix-affinity;always-busiest
 	// +optional
@@ -233,7 +233,7 @@ type RoutingPolicy struct {
 
 	PolicyForms `json:",inline"`
 
-	// Scorers are the weighted scorers of the weighted policy: a replica's score is the sum of
+	// scorers are the weighted scorers of the weighted policy: a replica's score is the sum of
 	// weight x score over scorers, each score in [0, 1]. Names are llm-d scorer names or
 	// their BLIS aliases, each at most once.
 	// +listType=map
@@ -242,7 +242,7 @@ type RoutingPolicy struct {
 	// +optional
 	Scorers []Scorer `json:"scorers,omitempty"`
 
-	// Picker selects among scored replicas (default max-score).
+	// picker selects among scored replicas (default max-score).
 	// +kubebuilder:validation:Enum=max-score;random;weighted-random
 	// +optional
 	Picker string `json:"picker,omitempty"`
@@ -259,16 +259,16 @@ type ScorerName string
 
 // Scorer is one weighted routing scorer.
 type Scorer struct {
-	// Name is the scorer.
+	// name is the scorer.
 	// +required
 	Name ScorerName `json:"name"`
 
-	// Weight multiplies the scorer's [0, 1] score; only ratios between weights matter.
+	// weight multiplies the scorer's [0, 1] score; only ratios between weights matter.
 	// +kubebuilder:validation:Minimum=0
 	// +required
 	Weight float64 `json:"weight"`
 
-	// Parameters are scorer parameters by llm-d parameter name (for example threshold of
+	// parameters are scorer parameters by llm-d parameter name (for example threshold of
 	// load-aware-scorer).
 	// +kubebuilder:validation:MaxProperties=8
 	// +optional
@@ -281,7 +281,7 @@ type Scorer struct {
 // +kubebuilder:validation:XValidation:rule="(has(self.policy) ? 1 : 0) + (has(self.decisionTree) ? 1 : 0) + (has(self.cel) ? 1 : 0) <= 1",message="set at most one of policy, decisionTree and cel"
 // +kubebuilder:validation:XValidation:rule="!(has(self.parameters) || has(self.options) || has(self.parameterMaps)) || has(self.policy)",message="parameters, options and parameterMaps apply to a template and need policy"
 type PreemptionPolicy struct {
-	// Policy is the preemption template.
+	// policy is the preemption template.
 	// +kubebuilder:validation:Enum=fcfs;priority
 	// +optional
 	Policy string `json:"policy,omitempty"`
@@ -294,50 +294,50 @@ type PreemptionPolicy struct {
 // +kubebuilder:validation:XValidation:rule="self.minNodes <= self.maxNodes",message="minNodes must not exceed maxNodes",fieldPath=".minNodes"
 // +kubebuilder:validation:XValidation:rule="self.initialNodes >= self.minNodes && self.initialNodes <= self.maxNodes",message="initialNodes must be within [minNodes, maxNodes]",fieldPath=".initialNodes"
 type NodePool struct {
-	// Name identifies the pool.
+	// name identifies the pool.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +required
 	Name string `json:"name"`
 
-	// GpuType is the GPU of the pool's nodes (a hardware catalog name).
+	// gpuType is the GPU of the pool's nodes (a hardware catalog name).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +required
 	GpuType string `json:"gpuType"`
 
-	// GpusPerNode is the number of GPUs per node.
+	// gpusPerNode is the number of GPUs per node.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=64
 	// +required
 	GpusPerNode int32 `json:"gpusPerNode"`
 
-	// GpuMemoryGib is the memory of one GPU in GiB.
+	// gpuMemoryGib is the memory of one GPU in GiB.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	GpuMemoryGib float64 `json:"gpuMemoryGib,omitempty"`
 
-	// InitialNodes is the number of nodes at the start.
+	// initialNodes is the number of nodes at the start.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	InitialNodes int32 `json:"initialNodes,omitempty"`
 
-	// MinNodes is the fewest nodes.
+	// minNodes is the fewest nodes.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	MinNodes int32 `json:"minNodes,omitempty"`
 
-	// MaxNodes is the most nodes.
+	// maxNodes is the most nodes.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=4096
 	// +required
 	MaxNodes int32 `json:"maxNodes"`
 
-	// ProvisioningDelay is the time to add a node, in seconds.
+	// provisioningDelay is the time to add a node, in seconds.
 	// +optional
 	ProvisioningDelay *DelaySpec `json:"provisioningDelay,omitempty"`
 
-	// CostPerHour is the cost of one node for one hour.
+	// costPerHour is the cost of one node for one hour.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	CostPerHour float64 `json:"costPerHour,omitempty"`
@@ -350,35 +350,35 @@ type NodePool struct {
 // +kubebuilder:validation:XValidation:rule="(has(self.policy) ? 1 : 0) + (has(self.decisionTree) ? 1 : 0) + (has(self.cel) ? 1 : 0) <= 1",message="set at most one of policy, decisionTree and cel"
 // +kubebuilder:validation:XValidation:rule="!(has(self.parameters) || has(self.options) || has(self.parameterMaps)) || has(self.policy)",message="parameters, options and parameterMaps apply to a template and need policy"
 type AutoscalerPolicy struct {
-	// Policy is the autoscale template.
+	// policy is the autoscale template.
 	// +kubebuilder:validation:Enum=threshold;target-utilization;queue-depth;oscillator
 	// +optional
 	Policy string `json:"policy,omitempty"`
 
 	PolicyForms `json:",inline"`
 
-	// IntervalUs is the period of autoscaling decisions in microseconds; 0 disables the
+	// intervalUs is the period of autoscaling decisions in microseconds; 0 disables the
 	// autoscaler.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	IntervalUs int64 `json:"intervalUs,omitempty"`
 
-	// ScaleUpStabilizationWindowUs is the HPA scale-up stabilisation window in microseconds.
+	// scaleUpStabilizationWindowUs is the HPA scale-up stabilisation window in microseconds.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	ScaleUpStabilizationWindowUs int64 `json:"scaleUpStabilizationWindowUs,omitempty"`
 
-	// ScaleDownStabilizationWindowUs is the HPA scale-down stabilisation window in
+	// scaleDownStabilizationWindowUs is the HPA scale-down stabilisation window in
 	// microseconds (Kubernetes' default is 300000000, five minutes).
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	ScaleDownStabilizationWindowUs int64 `json:"scaleDownStabilizationWindowUs,omitempty"`
 
-	// HpaScrapeDelay is the lag of the metrics the autoscaler reads, in seconds.
+	// hpaScrapeDelay is the lag of the metrics the autoscaler reads, in seconds.
 	// +optional
 	HpaScrapeDelay *DelaySpec `json:"hpaScrapeDelay,omitempty"`
 
-	// Analyzer holds the saturation analyzer's thresholds.
+	// analyzer holds the saturation analyzer's thresholds.
 	// +optional
 	Analyzer *AutoscalerAnalyzer `json:"analyzer,omitempty"`
 }
@@ -386,26 +386,26 @@ type AutoscalerPolicy struct {
 // AutoscalerAnalyzer holds saturation-analyzer thresholds; absent values take the defaults
 // (0.8, 0.8, 0.4, 512).
 type AutoscalerAnalyzer struct {
-	// KvCacheThreshold is the KV utilisation in (0, 1] that counts as saturated.
+	// kvCacheThreshold is the KV utilisation in (0, 1] that counts as saturated.
 	// +kubebuilder:validation:ExclusiveMinimum=true
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1
 	// +optional
 	KvCacheThreshold *float64 `json:"kvCacheThreshold,omitempty"`
 
-	// ScaleUpThreshold is the saturation above which the analyzer scales up.
+	// scaleUpThreshold is the saturation above which the analyzer scales up.
 	// +kubebuilder:validation:ExclusiveMinimum=true
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	ScaleUpThreshold *float64 `json:"scaleUpThreshold,omitempty"`
 
-	// ScaleDownBoundary is the saturation below which the analyzer scales down.
+	// scaleDownBoundary is the saturation below which the analyzer scales down.
 	// +kubebuilder:validation:ExclusiveMinimum=true
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	ScaleDownBoundary *float64 `json:"scaleDownBoundary,omitempty"`
 
-	// AvgInputTokens is the assumed mean prompt length for capacity estimates.
+	// avgInputTokens is the assumed mean prompt length for capacity estimates.
 	// +kubebuilder:validation:ExclusiveMinimum=true
 	// +kubebuilder:validation:Minimum=0
 	// +optional
@@ -414,28 +414,28 @@ type AutoscalerAnalyzer struct {
 
 // InstanceLifecycle models replica start-up.
 type InstanceLifecycle struct {
-	// LoadingDelay is the time a new replica spends loading, in seconds.
+	// loadingDelay is the time a new replica spends loading, in seconds.
 	// +optional
 	LoadingDelay *DelaySpec `json:"loadingDelay,omitempty"`
 
-	// WarmStartInitialInstances skips loading for the replicas that exist at the start.
+	// warmStartInitialInstances skips loading for the replicas that exist at the start.
 	// +optional
 	WarmStartInitialInstances bool `json:"warmStartInitialInstances,omitempty"`
 }
 
 // Lineage is the evolutionary metadata of a bundle.
 type Lineage struct {
-	// Generation is the evolutionary generation that produced the bundle (0 for a seed).
+	// generation is the evolutionary generation that produced the bundle (0 for a seed).
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Generation int64 `json:"generation,omitempty"`
 
-	// ParentID identifies the bundle this one was mutated from.
+	// parentID identifies the bundle this one was mutated from.
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	ParentID string `json:"parentID,omitempty"`
 
-	// Mutations describe, most recent last, the changes made to the parent.
+	// mutations describe, most recent last, the changes made to the parent.
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:items:MaxLength=256
@@ -452,7 +452,7 @@ type Lineage struct {
 // +kubebuilder:validation:XValidation:rule="self.nodes.all(n, !has(n.trueNode) || self.nodes.exists(m, m.id == n.trueNode))",message="trueNode must be the id of a node of this tree",fieldPath=".nodes"
 // +kubebuilder:validation:XValidation:rule="self.nodes.all(n, !has(n.falseNode) || self.nodes.exists(m, m.id == n.falseNode))",message="falseNode must be the id of a node of this tree",fieldPath=".nodes"
 type DecisionTree struct {
-	// Nodes are the tree's nodes.
+	// nodes are the tree's nodes.
 	// +listType=map
 	// +listMapKey=id
 	// +kubebuilder:validation:MinItems=1
@@ -469,34 +469,34 @@ type DecisionTree struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.trueNode) || self.trueNode > self.id",message="trueNode must be greater than the node's own id (children are numbered after their parent)",fieldPath=".trueNode"
 // +kubebuilder:validation:XValidation:rule="!has(self.falseNode) || self.falseNode > self.id",message="falseNode must be greater than the node's own id (children are numbered after their parent)",fieldPath=".falseNode"
 type DecisionNode struct {
-	// ID numbers the node within the tree; 0 is the root.
+	// id numbers the node within the tree; 0 is the root.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=62
 	// +required
 	ID int32 `json:"id"`
 
-	// Comment describes the node for readers; it has no effect.
+	// comment describes the node for readers; it has no effect.
 	// +kubebuilder:validation:MaxLength=256
 	// +optional
 	Comment string `json:"comment,omitempty"`
 
-	// Condition compares an observable with a threshold.
+	// condition compares an observable with a threshold.
 	// +optional
 	Condition *DecisionCondition `json:"condition,omitempty"`
 
-	// TrueNode is the id of the node visited when the condition holds.
+	// trueNode is the id of the node visited when the condition holds.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=62
 	// +optional
 	TrueNode *int32 `json:"trueNode,omitempty"`
 
-	// FalseNode is the id of the node visited when the condition does not hold.
+	// falseNode is the id of the node visited when the condition does not hold.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=62
 	// +optional
 	FalseNode *int32 `json:"falseNode,omitempty"`
 
-	// Action is the decision of a leaf.
+	// action is the decision of a leaf.
 	// +optional
 	Action *DecisionAction `json:"action,omitempty"`
 }
@@ -508,7 +508,7 @@ type DecisionNode struct {
 // +kubebuilder:validation:XValidation:rule="has(self.threshold) != has(self.value)",message="set exactly one of threshold (numeric observables) and value (string observables)"
 // +kubebuilder:validation:XValidation:rule="!has(self.value) || self.operator in ['==', '!=']",message="string comparisons take only == and !=",fieldPath=".operator"
 type DecisionCondition struct {
-	// Observable is a signal the stage may read, named as in CEL expressions, for example
+	// observable is a signal the stage may read, named as in CEL expressions, for example
 	// request.inputTokens, request.sloClass, tenant.recentRate, global.inFlight,
 	// instance.kvUtilization or score.prefixCache. The list per stage is in the PolicyBundle
 	// documentation; whether the stage may read the signal is checked when the bundle is
@@ -519,16 +519,16 @@ type DecisionCondition struct {
 	// +required
 	Observable string `json:"observable"`
 
-	// Operator compares the observable (left) with the constant (right).
+	// operator compares the observable (left) with the constant (right).
 	// +kubebuilder:validation:Enum="<";"<=";">";">=";"==";"!="
 	// +required
 	Operator string `json:"operator"`
 
-	// Threshold is the numeric right-hand side.
+	// threshold is the numeric right-hand side.
 	// +optional
 	Threshold *float64 `json:"threshold,omitempty"`
 
-	// Value is the string right-hand side, for string observables.
+	// value is the string right-hand side, for string observables.
 	// +kubebuilder:validation:MaxLength=256
 	// +optional
 	Value *string `json:"value,omitempty"`
@@ -542,16 +542,16 @@ type DecisionCondition struct {
 // +kubebuilder:validation:XValidation:rule="self.decision != 'delay' || (has(self.value) && self.value > 0.0)",message="delay needs value, the delay in microseconds (> 0)",fieldPath=".value"
 // +kubebuilder:validation:XValidation:rule="self.decision != 'score' || has(self.value)",message="score needs value",fieldPath=".value"
 type DecisionAction struct {
-	// Decision is admit, reject or delay (admission) or score (priority and routing).
+	// decision is admit, reject or delay (admission) or score (priority and routing).
 	// +kubebuilder:validation:Enum=admit;reject;delay;score
 	// +required
 	Decision string `json:"decision"`
 
-	// Value is the delay in microseconds, or the score.
+	// value is the delay in microseconds, or the score.
 	// +optional
 	Value *float64 `json:"value,omitempty"`
 
-	// Reason is recorded with the decision in traces.
+	// reason is recorded with the decision in traces.
 	// +kubebuilder:validation:MaxLength=256
 	// +optional
 	Reason string `json:"reason,omitempty"`
@@ -559,7 +559,7 @@ type DecisionAction struct {
 
 // PolicyBundleStatus is the observed state of a PolicyBundle.
 type PolicyBundleStatus struct {
-	// Conditions: Ready is True when the bundle (or its referenced BLIS file) resolves and
+	// conditions: Ready is True when the bundle (or its referenced BLIS file) resolves and
 	// every template, parameter, observable and expression is valid.
 	// +listType=map
 	// +listMapKey=type
@@ -567,11 +567,11 @@ type PolicyBundleStatus struct {
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// ObservedGeneration is the generation the status describes.
+	// observedGeneration is the generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// ContentHash is the SHA-256 of the resolved bundle, hex encoded.
+	// contentHash is the SHA-256 of the resolved bundle, hex encoded.
 	// +kubebuilder:validation:MaxLength=128
 	// +optional
 	ContentHash string `json:"contentHash,omitempty"`

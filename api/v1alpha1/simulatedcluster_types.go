@@ -27,12 +27,12 @@ import (
 // +kubebuilder:validation:XValidation:rule="self.pools.exists(p, p.role == 'prefill') == self.pools.exists(p, p.role == 'decode')",message="a disaggregated cluster needs at least one prefill pool and at least one decode pool",fieldPath=".pools"
 // +kubebuilder:validation:XValidation:rule="!has(self.kvTransfer) || self.pools.exists(p, p.role == 'prefill')",message="kvTransfer applies only to a disaggregated cluster (prefill and decode pools)",fieldPath=".kvTransfer"
 type SimulatedClusterSpec struct {
-	// Model is the served model: a name from the bundled model catalog, optionally with an
+	// model is the served model: a name from the bundled model catalog, optionally with an
 	// inline HuggingFace-style architecture config that replaces the catalog entry.
 	// +required
 	Model ModelSpec `json:"model"`
 
-	// GPU is the accelerator type, a name from the bundled hardware catalog (for example H100,
+	// gpu is the accelerator type, a name from the bundled hardware catalog (for example H100,
 	// A100-80, L40S). It selects peak FLOPs, memory bandwidth and memory size unless
 	// hardware overrides them. Absent: the model's default GPU in the catalog, else H100.
 	// +kubebuilder:validation:MinLength=1
@@ -41,21 +41,21 @@ type SimulatedClusterSpec struct {
 	// +optional
 	GPU string `json:"gpu,omitempty"`
 
-	// Hardware overrides individual figures of the GPU catalog entry, or describes a GPU the
+	// hardware overrides individual figures of the GPU catalog entry, or describes a GPU the
 	// catalog does not have.
 	// +optional
 	Hardware *HardwareSpec `json:"hardware,omitempty"`
 
-	// Engine holds the vLLM engine settings of every replica: parallelism, batch limits, KV
+	// engine holds the vLLM engine settings of every replica: parallelism, batch limits, KV
 	// cache sizing, chunked prefill and prefix caching.
 	// +optional
 	Engine VLLMEngineSpec `json:"engine,omitempty"`
 
-	// LatencyModel selects how step times are computed and carries its coefficients.
+	// latencyModel selects how step times are computed and carries its coefficients.
 	// +optional
 	LatencyModel LatencyModelSpec `json:"latencyModel,omitempty"`
 
-	// Pools are the replica pools: one or more monolithic pools, or prefill and decode pools
+	// pools are the replica pools: one or more monolithic pools, or prefill and decode pools
 	// for prefill/decode disaggregation.
 	// +listType=map
 	// +listMapKey=name
@@ -64,11 +64,11 @@ type SimulatedClusterSpec struct {
 	// +required
 	Pools []ReplicaPoolSpec `json:"pools"`
 
-	// KVTransfer models the prefill-to-decode KV cache transfer of a disaggregated cluster.
+	// kvTransfer models the prefill-to-decode KV cache transfer of a disaggregated cluster.
 	// +optional
 	KVTransfer *KVTransferSpec `json:"kvTransfer,omitempty"`
 
-	// KVTiers are KV cache tiers below GPU memory (CPU offload and storage), at most one per
+	// kvTiers are KV cache tiers below GPU memory (CPU offload and storage), at most one per
 	// tier kind.
 	// +listType=map
 	// +listMapKey=tier
@@ -76,23 +76,23 @@ type SimulatedClusterSpec struct {
 	// +optional
 	KVTiers []KVTierSpec `json:"kvTiers,omitempty"`
 
-	// Autoscaling bounds the replica count the autoscale policy may choose and models how
+	// autoscaling bounds the replica count the autoscale policy may choose and models how
 	// long new replicas take to serve.
 	// +optional
 	Autoscaling *AutoscalingSpec `json:"autoscaling,omitempty"`
 
-	// ControlPlane holds the latencies of the router's decisions and of its signals.
+	// controlPlane holds the latencies of the router's decisions and of its signals.
 	// +optional
 	ControlPlane ControlPlaneSpec `json:"controlPlane,omitempty"`
 
-	// Observability controls how fresh each instance signal is when policies read it.
+	// observability controls how fresh each instance signal is when policies read it.
 	// +optional
 	Observability *ObservabilitySpec `json:"observability,omitempty"`
 }
 
 // ModelSpec names the served model and optionally gives its architecture inline.
 type ModelSpec struct {
-	// Name is the model identifier, for example meta-llama/llama-3.1-8b-instruct. Without
+	// name is the model identifier, for example meta-llama/llama-3.1-8b-instruct. Without
 	// config it must name an entry of the bundled model catalog; with config it is a label
 	// used in results and exports.
 	// +kubebuilder:validation:MinLength=1
@@ -100,7 +100,7 @@ type ModelSpec struct {
 	// +required
 	Name string `json:"name"`
 
-	// Config is an inline HuggingFace config.json (camelCase keys) used instead of the
+	// config is an inline HuggingFace config.json (camelCase keys) used instead of the
 	// catalog entry.
 	// +optional
 	Config *HFModelConfig `json:"config,omitempty"`
@@ -114,100 +114,100 @@ type ModelSpec struct {
 // +kubebuilder:validation:XValidation:rule="has(self.headDim) || self.hiddenSize % self.numAttentionHeads == 0",message="hiddenSize must be a multiple of numAttentionHeads unless headDim is given",fieldPath=".hiddenSize"
 // +kubebuilder:validation:XValidation:rule="!has(self.numExpertsPerTok) || (has(self.numLocalExperts) && self.numExpertsPerTok <= self.numLocalExperts)",message="numExpertsPerTok needs numLocalExperts and must not exceed it",fieldPath=".numExpertsPerTok"
 type HFModelConfig struct {
-	// ModelType is config.json's model_type, for example llama, qwen2, mixtral.
+	// modelType is config.json's model_type, for example llama, qwen2, mixtral.
 	// +kubebuilder:validation:MaxLength=63
 	// +optional
 	ModelType string `json:"modelType,omitempty"`
 
-	// Architectures is config.json's architectures list, for example LlamaForCausalLM.
+	// architectures is config.json's architectures list, for example LlamaForCausalLM.
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=4
 	// +kubebuilder:validation:items:MaxLength=127
 	// +optional
 	Architectures []string `json:"architectures,omitempty"`
 
-	// NumHiddenLayers is the number of transformer layers.
+	// numHiddenLayers is the number of transformer layers.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1024
 	// +required
 	NumHiddenLayers int32 `json:"numHiddenLayers"`
 
-	// HiddenSize is the model (residual stream) dimension.
+	// hiddenSize is the model (residual stream) dimension.
 	// +kubebuilder:validation:Minimum=1
 	// +required
 	HiddenSize int32 `json:"hiddenSize"`
 
-	// IntermediateSize is the dense MLP hidden dimension.
+	// intermediateSize is the dense MLP hidden dimension.
 	// +kubebuilder:validation:Minimum=1
 	// +required
 	IntermediateSize int32 `json:"intermediateSize"`
 
-	// NumAttentionHeads is the number of query heads.
+	// numAttentionHeads is the number of query heads.
 	// +kubebuilder:validation:Minimum=1
 	// +required
 	NumAttentionHeads int32 `json:"numAttentionHeads"`
 
-	// NumKeyValueHeads is the number of key/value heads (grouped-query attention); absent
+	// numKeyValueHeads is the number of key/value heads (grouped-query attention); absent
 	// means equal to numAttentionHeads.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	NumKeyValueHeads *int32 `json:"numKeyValueHeads,omitempty"`
 
-	// HeadDim is the per-head dimension when it is not hiddenSize / numAttentionHeads.
+	// headDim is the per-head dimension when it is not hiddenSize / numAttentionHeads.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	HeadDim *int32 `json:"headDim,omitempty"`
 
-	// VocabSize is the vocabulary size (embedding and LM-head rows).
+	// vocabSize is the vocabulary size (embedding and LM-head rows).
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	VocabSize int32 `json:"vocabSize,omitempty"`
 
-	// MaxPositionEmbeddings is the longest context the model supports, in tokens.
+	// maxPositionEmbeddings is the longest context the model supports, in tokens.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	MaxPositionEmbeddings int32 `json:"maxPositionEmbeddings,omitempty"`
 
-	// TorchDtype is the weight data type (config.json's torch_dtype).
+	// torchDtype is the weight data type (config.json's torch_dtype).
 	// +kubebuilder:validation:Enum=bfloat16;float16;float32;float8_e4m3fn;float8_e5m2;int8
 	// +optional
 	TorchDtype string `json:"torchDtype,omitempty"`
 
-	// TieWordEmbeddings is true when the LM head shares the embedding weights.
+	// tieWordEmbeddings is true when the LM head shares the embedding weights.
 	// +optional
 	TieWordEmbeddings bool `json:"tieWordEmbeddings,omitempty"`
 
-	// NumLocalExperts is the number of experts per MoE layer (absent or 1 for dense models).
+	// numLocalExperts is the number of experts per MoE layer (absent or 1 for dense models).
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	NumLocalExperts *int32 `json:"numLocalExperts,omitempty"`
 
-	// NumExpertsPerTok is the number of experts each token activates.
+	// numExpertsPerTok is the number of experts each token activates.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	NumExpertsPerTok *int32 `json:"numExpertsPerTok,omitempty"`
 
-	// MoeIntermediateSize is the hidden dimension of one expert's MLP.
+	// moeIntermediateSize is the hidden dimension of one expert's MLP.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	MoeIntermediateSize *int32 `json:"moeIntermediateSize,omitempty"`
 
-	// NSharedExperts is the number of always-active shared experts (DeepSeek style).
+	// nSharedExperts is the number of always-active shared experts (DeepSeek style).
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	NSharedExperts *int32 `json:"nSharedExperts,omitempty"`
 
-	// SharedExpertIntermediateSize is the hidden dimension of a shared expert's MLP.
+	// sharedExpertIntermediateSize is the hidden dimension of a shared expert's MLP.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	SharedExpertIntermediateSize *int32 `json:"sharedExpertIntermediateSize,omitempty"`
 
-	// KvLoraRank is the compressed KV rank of multi-head latent attention (MLA) models.
+	// kvLoraRank is the compressed KV rank of multi-head latent attention (MLA) models.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	KvLoraRank *int32 `json:"kvLoraRank,omitempty"`
 
-	// QkRopeHeadDim is the rotary part of the query/key head of MLA models.
+	// qkRopeHeadDim is the rotary part of the query/key head of MLA models.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	QkRopeHeadDim *int32 `json:"qkRopeHeadDim,omitempty"`
@@ -216,38 +216,38 @@ type HFModelConfig struct {
 // HardwareSpec gives per-GPU performance figures, each overriding the catalog entry of the
 // cluster's GPU.
 type HardwareSpec struct {
-	// TFlopsPeak is the dense BF16 peak in TFLOP/s.
+	// tflopsPeak is the dense BF16 peak in TFLOP/s.
 	// +kubebuilder:validation:ExclusiveMinimum=true
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	TFlopsPeak *float64 `json:"tflopsPeak,omitempty"`
 
-	// TFlopsFP8 is the dense FP8 peak in TFLOP/s (0 when the GPU has no FP8).
+	// tflopsFP8 is the dense FP8 peak in TFLOP/s (0 when the GPU has no FP8).
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	TFlopsFP8 *float64 `json:"tflopsFP8,omitempty"`
 
-	// BwPeakTBs is the peak memory bandwidth in TB/s.
+	// bwPeakTBs is the peak memory bandwidth in TB/s.
 	// +kubebuilder:validation:ExclusiveMinimum=true
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	BwPeakTBs *float64 `json:"bwPeakTBs,omitempty"`
 
-	// MfuPrefill is the model FLOPs utilisation of prefill, used by the roofline model.
+	// mfuPrefill is the model FLOPs utilisation of prefill, used by the roofline model.
 	// +kubebuilder:validation:ExclusiveMinimum=true
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1
 	// +optional
 	MfuPrefill *float64 `json:"mfuPrefill,omitempty"`
 
-	// MfuDecode is the model FLOPs utilisation of decode, used by the roofline model.
+	// mfuDecode is the model FLOPs utilisation of decode, used by the roofline model.
 	// +kubebuilder:validation:ExclusiveMinimum=true
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1
 	// +optional
 	MfuDecode *float64 `json:"mfuDecode,omitempty"`
 
-	// MemoryGiB is the GPU memory in GiB.
+	// memoryGiB is the GPU memory in GiB.
 	// +kubebuilder:validation:ExclusiveMinimum=true
 	// +kubebuilder:validation:Minimum=0
 	// +optional
@@ -260,27 +260,27 @@ type HardwareSpec struct {
 // +kubebuilder:validation:XValidation:rule="!(has(self.gpuMemoryUtilization) && has(self.totalKVBlocks))",message="set gpuMemoryUtilization or totalKVBlocks, not both",fieldPath=".totalKVBlocks"
 // +kubebuilder:validation:XValidation:rule="!has(self.longPrefillTokenThreshold) || !has(self.maxNumBatchedTokens) || self.longPrefillTokenThreshold <= self.maxNumBatchedTokens",message="longPrefillTokenThreshold must not exceed maxNumBatchedTokens",fieldPath=".longPrefillTokenThreshold"
 type VLLMEngineSpec struct {
-	// VllmVersion is the vLLM release whose behaviour and coefficients are modelled, for
+	// vllmVersion is the vLLM release whose behaviour and coefficients are modelled, for
 	// example v0.11.0.
 	// +kubebuilder:validation:MaxLength=63
 	// +optional
 	VllmVersion string `json:"vllmVersion,omitempty"`
 
-	// TensorParallelSize is the number of GPUs a layer is split across. Absent: the model's
+	// tensorParallelSize is the number of GPUs a layer is split across. Absent: the model's
 	// default in the catalog (for example 4 for 70B models), else 1.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=64
 	// +optional
 	TensorParallelSize int32 `json:"tensorParallelSize,omitempty"`
 
-	// PipelineParallelSize is the number of pipeline stages.
+	// pipelineParallelSize is the number of pipeline stages.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=64
 	// +kubebuilder:default=1
 	// +optional
 	PipelineParallelSize int32 `json:"pipelineParallelSize,omitempty"`
 
-	// DataParallelSize is the number of data-parallel ranks inside one replica (for MoE
+	// dataParallelSize is the number of data-parallel ranks inside one replica (for MoE
 	// expert parallelism, EP = DP x TP).
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=64
@@ -288,31 +288,31 @@ type VLLMEngineSpec struct {
 	// +optional
 	DataParallelSize int32 `json:"dataParallelSize,omitempty"`
 
-	// MaxNumSeqs is the most requests a replica runs in one batch.
+	// maxNumSeqs is the most requests a replica runs in one batch.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=65536
 	// +optional
 	MaxNumSeqs int32 `json:"maxNumSeqs,omitempty"`
 
-	// MaxNumBatchedTokens is the token budget of one engine step.
+	// maxNumBatchedTokens is the token budget of one engine step.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=16777216
 	// +optional
 	MaxNumBatchedTokens int32 `json:"maxNumBatchedTokens,omitempty"`
 
-	// MaxModelLen caps prompt plus output length; absent means the model's context length,
+	// maxModelLen caps prompt plus output length; absent means the model's context length,
 	// capped by the KV cache capacity.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	MaxModelLen int32 `json:"maxModelLen,omitempty"`
 
-	// BlockSize is the KV cache block size in tokens.
+	// blockSize is the KV cache block size in tokens.
 	// +kubebuilder:validation:Enum=1;8;16;32;64;128;256
 	// +kubebuilder:default=16
 	// +optional
 	BlockSize int32 `json:"blockSize,omitempty"`
 
-	// GpuMemoryUtilization is the fraction of GPU memory vLLM may use; the KV cache gets what
+	// gpuMemoryUtilization is the fraction of GPU memory vLLM may use; the KV cache gets what
 	// weights, activations and runtime overhead leave.
 	// +kubebuilder:validation:ExclusiveMinimum=true
 	// +kubebuilder:validation:Minimum=0
@@ -320,51 +320,51 @@ type VLLMEngineSpec struct {
 	// +optional
 	GpuMemoryUtilization *float64 `json:"gpuMemoryUtilization,omitempty"`
 
-	// TotalKVBlocks fixes the number of GPU KV blocks per replica instead of deriving it from
+	// totalKVBlocks fixes the number of GPU KV blocks per replica instead of deriving it from
 	// gpuMemoryUtilization.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	TotalKVBlocks *int64 `json:"totalKVBlocks,omitempty"`
 
-	// SwapSpaceGiB is the CPU swap space per GPU in GiB.
+	// swapSpaceGiB is the CPU swap space per GPU in GiB.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	SwapSpaceGiB *float64 `json:"swapSpaceGiB,omitempty"`
 
-	// EnableChunkedPrefill lets long prompts be split across steps (vLLM v1 default: true).
+	// enableChunkedPrefill lets long prompts be split across steps (vLLM v1 default: true).
 	// +optional
 	EnableChunkedPrefill *bool `json:"enableChunkedPrefill,omitempty"`
 
-	// LongPrefillTokenThreshold caps the tokens one prefill may take per step (0 = no cap).
+	// longPrefillTokenThreshold caps the tokens one prefill may take per step (0 = no cap).
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	LongPrefillTokenThreshold *int32 `json:"longPrefillTokenThreshold,omitempty"`
 
-	// MaxNumPartialPrefills is the most prompts that may be partially prefilled at once.
+	// maxNumPartialPrefills is the most prompts that may be partially prefilled at once.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	MaxNumPartialPrefills *int32 `json:"maxNumPartialPrefills,omitempty"`
 
-	// EnablePrefixCaching reuses KV blocks of identical prompt prefixes (default: true).
+	// enablePrefixCaching reuses KV blocks of identical prompt prefixes (default: true).
 	// +optional
 	EnablePrefixCaching *bool `json:"enablePrefixCaching,omitempty"`
 
-	// MoE holds the engine options of mixture-of-experts deployments.
+	// moe holds the engine options of mixture-of-experts deployments.
 	// +optional
 	MoE *VLLMMoESpec `json:"moe,omitempty"`
 }
 
 // VLLMMoESpec holds vLLM options specific to mixture-of-experts models.
 type VLLMMoESpec struct {
-	// EnableAllToAll uses all-to-all communication for expert routing.
+	// enableAllToAll uses all-to-all communication for expert routing.
 	// +optional
 	EnableAllToAll bool `json:"enableAllToAll,omitempty"`
 
-	// UseFusedMoEKernel uses fused MoE kernels.
+	// useFusedMoEKernel uses fused MoE kernels.
 	// +optional
 	UseFusedMoEKernel bool `json:"useFusedMoEKernel,omitempty"`
 
-	// KernelBackend selects the MoE kernel implementation.
+	// kernelBackend selects the MoE kernel implementation.
 	// +kubebuilder:validation:Enum=auto;triton;cuda
 	// +optional
 	KernelBackend string `json:"kernelBackend,omitempty"`
@@ -391,19 +391,19 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.backend != 'trained-physics' || !has(self.betaCoeffs) || size(self.betaCoeffs) >= 7",message="the trained-physics model takes 7 to 11 beta coefficients",fieldPath=".betaCoeffs"
 // +kubebuilder:validation:XValidation:rule="self.backend != 'roofline' || !has(self.betaCoeffs)",message="the roofline model has no beta coefficients",fieldPath=".betaCoeffs"
 type LatencyModelSpec struct {
-	// Backend is the step-time model.
+	// backend is the step-time model.
 	// +kubebuilder:default=trained-physics
 	// +optional
 	Backend LatencyBackend `json:"backend,omitempty"`
 
-	// AlphaCoeffs are the request-overhead coefficients in microseconds (queueing,
+	// alphaCoeffs are the request-overhead coefficients in microseconds (queueing,
 	// post-decode, per output token); absent means the bundled defaults for the backend.
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=3
 	// +optional
 	AlphaCoeffs []float64 `json:"alphaCoeffs,omitempty"`
 
-	// BetaCoeffs are the step-time coefficients of the backend; absent means the bundled
+	// betaCoeffs are the step-time coefficients of the backend; absent means the bundled
 	// defaults (per model, GPU and TP for blackbox).
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=11
@@ -430,31 +430,31 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || self.minReplicas <= self.replicas",message="minReplicas must not exceed replicas",fieldPath=".minReplicas"
 // +kubebuilder:validation:XValidation:rule="!has(self.maxReplicas) || self.replicas <= self.maxReplicas",message="replicas must not exceed maxReplicas",fieldPath=".maxReplicas"
 type ReplicaPoolSpec struct {
-	// Name identifies the pool within the cluster.
+	// name identifies the pool within the cluster.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	// +required
 	Name string `json:"name"`
 
-	// Role is monolithic, prefill or decode.
+	// role is monolithic, prefill or decode.
 	// +kubebuilder:default=monolithic
 	// +optional
 	Role PoolRole `json:"role,omitempty"`
 
-	// Replicas is the initial number of replicas.
+	// replicas is the initial number of replicas.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1024
 	// +required
 	Replicas int32 `json:"replicas"`
 
-	// MinReplicas is the fewest replicas the autoscaler may leave in this pool.
+	// minReplicas is the fewest replicas the autoscaler may leave in this pool.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1024
 	// +optional
 	MinReplicas *int32 `json:"minReplicas,omitempty"`
 
-	// MaxReplicas is the most replicas the autoscaler may create in this pool.
+	// maxReplicas is the most replicas the autoscaler may create in this pool.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1024
 	// +optional
@@ -464,26 +464,26 @@ type ReplicaPoolSpec struct {
 // KVTransferSpec models moving a prefilled KV cache to a decode replica:
 // time = baseLatencyUs + bytes / bandwidth.
 type KVTransferSpec struct {
-	// BandwidthGBps is the inter-replica transfer bandwidth in GB/s.
+	// bandwidthGBps is the inter-replica transfer bandwidth in GB/s.
 	// +kubebuilder:validation:ExclusiveMinimum=true
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:default=25
 	// +optional
 	BandwidthGBps float64 `json:"bandwidthGBps,omitempty"`
 
-	// BaseLatencyUs is the fixed cost of one transfer in microseconds.
+	// baseLatencyUs is the fixed cost of one transfer in microseconds.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	BaseLatencyUs int64 `json:"baseLatencyUs,omitempty"`
 
-	// Decider chooses which requests are disaggregated: always, never, or only prompts
+	// decider chooses which requests are disaggregated: always, never, or only prompts
 	// longer than directDecodeThreshold tokens (prefix-threshold).
 	// +kubebuilder:validation:Enum=always;never;prefix-threshold
 	// +kubebuilder:default=always
 	// +optional
 	Decider string `json:"decider,omitempty"`
 
-	// DirectDecodeThreshold is the prompt length in tokens at or below which the
+	// directDecodeThreshold is the prompt length in tokens at or below which the
 	// prefix-threshold decider sends a request straight to a decode replica.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
@@ -493,28 +493,28 @@ type KVTransferSpec struct {
 // KVTierSpec is a KV cache tier below GPU memory. Moving n blocks takes
 // baseLatencyUs + n x block bytes / bandwidth.
 type KVTierSpec struct {
-	// Tier is the kind of storage.
+	// tier is the kind of storage.
 	// +kubebuilder:validation:Enum=cpu;filesystem;object-store
 	// +required
 	Tier string `json:"tier"`
 
-	// CapacityBlocks is the tier's capacity in KV blocks per replica.
+	// capacityBlocks is the tier's capacity in KV blocks per replica.
 	// +kubebuilder:validation:Minimum=1
 	// +required
 	CapacityBlocks int64 `json:"capacityBlocks"`
 
-	// BandwidthGBps is the transfer bandwidth between GPU memory and this tier in GB/s.
+	// bandwidthGBps is the transfer bandwidth between GPU memory and this tier in GB/s.
 	// +kubebuilder:validation:ExclusiveMinimum=true
 	// +kubebuilder:validation:Minimum=0
 	// +required
 	BandwidthGBps float64 `json:"bandwidthGBps"`
 
-	// BaseLatencyUs is the fixed cost of one transfer in microseconds.
+	// baseLatencyUs is the fixed cost of one transfer in microseconds.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	BaseLatencyUs int64 `json:"baseLatencyUs,omitempty"`
 
-	// OffloadThreshold is the GPU KV utilisation (0-1] above which blocks are offloaded.
+	// offloadThreshold is the GPU KV utilisation (0-1] above which blocks are offloaded.
 	// +kubebuilder:validation:ExclusiveMinimum=true
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1
@@ -526,41 +526,41 @@ type KVTierSpec struct {
 //
 // +kubebuilder:validation:XValidation:rule="self.minReplicas <= self.maxReplicas",message="minReplicas must not exceed maxReplicas",fieldPath=".minReplicas"
 type AutoscalingSpec struct {
-	// MinReplicas is the fewest replicas in the cluster.
+	// minReplicas is the fewest replicas in the cluster.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1024
 	// +required
 	MinReplicas int32 `json:"minReplicas"`
 
-	// MaxReplicas is the most replicas in the cluster.
+	// maxReplicas is the most replicas in the cluster.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1024
 	// +required
 	MaxReplicas int32 `json:"maxReplicas"`
 
-	// ProvisioningDelayUs is the time from a scale-up decision to a running replica process.
+	// provisioningDelayUs is the time from a scale-up decision to a running replica process.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	ProvisioningDelayUs int64 `json:"provisioningDelayUs,omitempty"`
 
-	// ModelLoadDelayUs is the time a new replica spends loading weights.
+	// modelLoadDelayUs is the time a new replica spends loading weights.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	ModelLoadDelayUs int64 `json:"modelLoadDelayUs,omitempty"`
 
-	// WarmupDelayUs is the time a loaded replica needs before it takes traffic.
+	// warmupDelayUs is the time a loaded replica needs before it takes traffic.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	WarmupDelayUs int64 `json:"warmupDelayUs,omitempty"`
 
-	// DrainPolicy decides what happens to a replica's requests on scale-down: wait for them,
+	// drainPolicy decides what happens to a replica's requests on scale-down: wait for them,
 	// drop them immediately, or redirect queued requests to other replicas.
 	// +kubebuilder:validation:Enum=wait;immediate;redirect
 	// +kubebuilder:default=wait
 	// +optional
 	DrainPolicy string `json:"drainPolicy,omitempty"`
 
-	// CostPerReplicaHour is the cost of one replica for one hour, for cost objectives.
+	// costPerReplicaHour is the cost of one replica for one hour, for cost objectives.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	CostPerReplicaHour float64 `json:"costPerReplicaHour,omitempty"`
@@ -568,23 +568,23 @@ type AutoscalingSpec struct {
 
 // ControlPlaneSpec holds control-plane latencies, all in microseconds.
 type ControlPlaneSpec struct {
-	// AdmissionLatencyUs is the time an admission decision takes.
+	// admissionLatencyUs is the time an admission decision takes.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	AdmissionLatencyUs int64 `json:"admissionLatencyUs,omitempty"`
 
-	// RoutingLatencyUs is the time a routing decision takes.
+	// routingLatencyUs is the time a routing decision takes.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	RoutingLatencyUs int64 `json:"routingLatencyUs,omitempty"`
 
-	// SnapshotRefreshIntervalUs is how often periodic instance snapshots are refreshed
+	// snapshotRefreshIntervalUs is how often periodic instance snapshots are refreshed
 	// (default 50000).
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	SnapshotRefreshIntervalUs *int64 `json:"snapshotRefreshIntervalUs,omitempty"`
 
-	// CacheSignalDelayUs is how stale the router's view of instance prefix caches is
+	// cacheSignalDelayUs is how stale the router's view of instance prefix caches is
 	// (default 50000).
 	// +kubebuilder:validation:Minimum=0
 	// +optional
@@ -594,22 +594,22 @@ type ControlPlaneSpec struct {
 // ObservabilitySpec sets the refresh behaviour of each instance signal the router reads.
 // Signals not listed (in-flight requests, free KV blocks, estimated wait) are always fresh.
 type ObservabilitySpec struct {
-	// QueueDepth refresh (default immediate).
+	// queueDepth refresh (default immediate).
 	// +optional
 	QueueDepth *SignalRefresh `json:"queueDepth,omitempty"`
-	// BatchSize refresh (default immediate).
+	// batchSize refresh (default immediate).
 	// +optional
 	BatchSize *SignalRefresh `json:"batchSize,omitempty"`
-	// KVUtilization refresh (default immediate; periodic models a metrics scrape).
+	// kvUtilization refresh (default immediate; periodic models a metrics scrape).
 	// +optional
 	KVUtilization *SignalRefresh `json:"kvUtilization,omitempty"`
-	// CacheHitRate refresh (default periodic, 10000 µs).
+	// cacheHitRate refresh (default periodic, 10000 µs).
 	// +optional
 	CacheHitRate *SignalRefresh `json:"cacheHitRate,omitempty"`
-	// RecentTTFT refresh (default periodic, 100000 µs).
+	// recentTTFT refresh (default periodic, 100000 µs).
 	// +optional
 	RecentTTFT *SignalRefresh `json:"recentTTFT,omitempty"`
-	// RecentTPOT refresh (default periodic, 100000 µs).
+	// recentTPOT refresh (default periodic, 100000 µs).
 	// +optional
 	RecentTPOT *SignalRefresh `json:"recentTPOT,omitempty"`
 }
@@ -619,35 +619,35 @@ type ObservabilitySpec struct {
 // +kubebuilder:validation:XValidation:rule="self.mode != 'periodic' || (has(self.intervalUs) && self.intervalUs > 0)",message="periodic refresh needs intervalUs > 0",fieldPath=".intervalUs"
 // +kubebuilder:validation:XValidation:rule="self.mode == 'periodic' || !has(self.intervalUs)",message="intervalUs applies only to periodic refresh",fieldPath=".intervalUs"
 type SignalRefresh struct {
-	// Mode is immediate (read on every access), periodic (every intervalUs) or on-demand
+	// mode is immediate (read on every access), periodic (every intervalUs) or on-demand
 	// (re-read only when a refresh is requested).
 	// +kubebuilder:validation:Enum=immediate;periodic;on-demand
 	// +required
 	Mode string `json:"mode"`
 
-	// IntervalUs is the refresh period of periodic mode, in microseconds.
+	// intervalUs is the refresh period of periodic mode, in microseconds.
 	// +optional
 	IntervalUs *int64 `json:"intervalUs,omitempty"`
 }
 
 // SimulatedClusterStatus is the observed state of a SimulatedCluster.
 type SimulatedClusterStatus struct {
-	// Conditions: Ready is True when the model, GPU and coefficients resolve.
+	// conditions: Ready is True when the model, GPU and coefficients resolve.
 	// +listType=map
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=8
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// ObservedGeneration is the generation the status describes.
+	// observedGeneration is the generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// TotalGPUs is GPUs per replica times the initial replicas of all pools.
+	// totalGPUs is GPUs per replica times the initial replicas of all pools.
 	// +optional
 	TotalGPUs int32 `json:"totalGPUs,omitempty"`
 
-	// KVBlocksPerReplica is the GPU KV cache capacity per replica after sizing.
+	// kvBlocksPerReplica is the GPU KV cache capacity per replica after sizing.
 	// +optional
 	KVBlocksPerReplica int64 `json:"kvBlocksPerReplica,omitempty"`
 }

@@ -30,75 +30,75 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.scenario) || !(has(self.version) || has(self.category) || has(self.aggregateRate) || has(self.goodputSloTargets))",message="a scenario defines the workload; only seed, horizon and numRequests may override it",fieldPath=".scenario"
 // +kubebuilder:validation:XValidation:rule="!has(self.clients) || self.clients.all(c, !has(c.agentic)) || (has(self.category) && self.category == 'agentic')",message="clients with agentic workflows need category agentic",fieldPath=".category"
 type WorkloadSpecSpec struct {
-	// BlisConfigMapRef points at a ConfigMap key holding an unchanged BLIS workload file,
+	// blisConfigMapRef points at a ConfigMap key holding an unchanged BLIS workload file,
 	// used instead of every other field.
 	// +optional
 	BlisConfigMapRef *ConfigMapKeyReference `json:"blisConfigMapRef,omitempty"`
 
-	// Version is the BLIS workload spec version; "1" files are upgraded (SLO class realtime
+	// version is the BLIS workload spec version; "1" files are upgraded (SLO class realtime
 	// becomes critical, interactive becomes standard).
 	// +kubebuilder:validation:Enum="1";"2"
 	// +optional
 	Version string `json:"version,omitempty"`
 
-	// Seed is the workload's random seed. An Evaluation's seeds override it.
+	// seed is the workload's random seed. An Evaluation's seeds override it.
 	// +optional
 	Seed *int64 `json:"seed,omitempty"`
 
-	// Category is the workload family.
+	// category is the workload family.
 	// +kubebuilder:validation:Enum=language;multimodal;reasoning;agentic
 	// +optional
 	Category string `json:"category,omitempty"`
 
-	// AggregateRate is the total arrival rate in requests per second, split between clients
+	// aggregateRate is the total arrival rate in requests per second, split between clients
 	// by rateFraction; 0 selects absolute mode where lifecycle windows carry traceRate.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	AggregateRate *float64 `json:"aggregateRate,omitempty"`
 
-	// NumRequests stops generation after this many requests (0 = limited by horizon only).
+	// numRequests stops generation after this many requests (0 = limited by horizon only).
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	NumRequests *int64 `json:"numRequests,omitempty"`
 
-	// Horizon is the simulated duration in microseconds.
+	// horizon is the simulated duration in microseconds.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Horizon *int64 `json:"horizon,omitempty"`
 
-	// Clients are the request sources.
+	// clients are the request sources.
 	// +listType=map
 	// +listMapKey=id
 	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	Clients []ClientSpec `json:"clients,omitempty"`
 
-	// Cohorts are populations of identical clients with diurnal, spike and drain patterns.
+	// cohorts are populations of identical clients with diurnal, spike and drain patterns.
 	// +listType=map
 	// +listMapKey=id
 	// +kubebuilder:validation:MaxItems=16
 	// +optional
 	Cohorts []CohortSpec `json:"cohorts,omitempty"`
 
-	// ServegenData loads clients from ServeGen data files.
+	// servegenData loads clients from ServeGen data files.
 	// +optional
 	ServegenData *ServegenDataSpec `json:"servegenData,omitempty"`
 
-	// InferencePerf describes the workload in inference-perf's compact staged form.
+	// inferencePerf describes the workload in inference-perf's compact staged form.
 	// +optional
 	InferencePerf *InferencePerfSpec `json:"inferencePerf,omitempty"`
 
-	// GoodputSloTargets are per-SLO-class latency thresholds for goodput. Keys are SLO class
+	// goodputSloTargets are per-SLO-class latency thresholds for goodput. Keys are SLO class
 	// names.
 	// +kubebuilder:validation:MaxProperties=16
 	// +optional
 	GoodputSloTargets map[string]SLODimTargets `json:"goodputSloTargets,omitempty"`
 
-	// Trace replays recorded requests instead of generating them.
+	// trace replays recorded requests instead of generating them.
 	// +optional
 	Trace *TraceSource `json:"trace,omitempty"`
 
-	// Scenario names a built-in workload (for example bursty-traffic, diurnal-cycle,
+	// scenario names a built-in workload (for example bursty-traffic, diurnal-cycle,
 	// unfair-tenants, prefix-heavy, mixed-slo, agentic-react, agentic-mcts,
 	// agentic-fork-join). seed, horizon and numRequests, when set, override the scenario's.
 	// The name is checked when the workload is resolved.
@@ -112,15 +112,15 @@ type WorkloadSpecSpec struct {
 // SLODimTargets are one SLO class's latency thresholds in milliseconds; 0 leaves a dimension
 // unconstrained.
 type SLODimTargets struct {
-	// TTFT is the time-to-first-token threshold in milliseconds.
+	// ttft is the time-to-first-token threshold in milliseconds.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	TTFT float64 `json:"ttft,omitempty"`
-	// ITL is the mean inter-token latency threshold in milliseconds.
+	// itl is the mean inter-token latency threshold in milliseconds.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	ITL float64 `json:"itl,omitempty"`
-	// E2E is the end-to-end latency threshold in milliseconds.
+	// e2e is the end-to-end latency threshold in milliseconds.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	E2E float64 `json:"e2e,omitempty"`
@@ -132,7 +132,7 @@ type SLODimTargets struct {
 // +kubebuilder:validation:XValidation:rule="has(self.agentic) || has(self.inputDistribution) || has(self.multimodal)",message="a non-agentic client needs inputDistribution (or multimodal)",fieldPath=".inputDistribution"
 // +kubebuilder:validation:XValidation:rule="has(self.agentic) || has(self.outputDistribution)",message="a non-agentic client needs outputDistribution",fieldPath=".outputDistribution"
 type ClientSpec struct {
-	// ID names the client.
+	// id names the client.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
 	// +required
@@ -140,19 +140,19 @@ type ClientSpec struct {
 
 	ClientTraffic `json:",inline"`
 
-	// Concurrency makes the client closed-loop with this many outstanding requests instead
+	// concurrency makes the client closed-loop with this many outstanding requests instead
 	// of rate-based.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Concurrency int32 `json:"concurrency,omitempty"`
 
-	// ThinkTimeUs is the pause between a response and the next request of a
+	// thinkTimeUs is the pause between a response and the next request of a
 	// concurrency-based client, in microseconds.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	ThinkTimeUs int64 `json:"thinkTimeUs,omitempty"`
 
-	// Lifecycle restricts the client to activity windows.
+	// lifecycle restricts the client to activity windows.
 	// +optional
 	Lifecycle *LifecycleSpec `json:"lifecycle,omitempty"`
 }
@@ -162,13 +162,13 @@ type ClientSpec struct {
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.agentic) || !(has(self.reasoning) || has(self.multimodal))",message="agentic is mutually exclusive with reasoning and multimodal",fieldPath=".agentic"
 type CohortSpec struct {
-	// ID names the cohort; members are named after it.
+	// id names the cohort; members are named after it.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
 	// +required
 	ID string `json:"id"`
 
-	// Population is the number of clients in the cohort.
+	// population is the number of clients in the cohort.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100000
 	// +required
@@ -176,20 +176,20 @@ type CohortSpec struct {
 
 	ClientTraffic `json:",inline"`
 
-	// PrefixSharing is shared (all members share the prefix group) or per_member.
+	// prefixSharing is shared (all members share the prefix group) or per_member.
 	// +kubebuilder:validation:Enum=shared;per_member
 	// +optional
 	PrefixSharing string `json:"prefixSharing,omitempty"`
 
-	// Diurnal modulates the rate sinusoidally over 24 hours.
+	// diurnal modulates the rate sinusoidally over 24 hours.
 	// +optional
 	Diurnal *DiurnalSpec `json:"diurnal,omitempty"`
 
-	// Spike makes the cohort active only during a window.
+	// spike makes the cohort active only during a window.
 	// +optional
 	Spike *SpikeSpec `json:"spike,omitempty"`
 
-	// Drain ramps the cohort's rate down to zero.
+	// drain ramps the cohort's rate down to zero.
 	// +optional
 	Drain *DrainSpec `json:"drain,omitempty"`
 }
@@ -197,88 +197,88 @@ type CohortSpec struct {
 // ClientTraffic is what clients and cohorts have in common: who sends, at what rate, and
 // what requests look like.
 type ClientTraffic struct {
-	// TenantId is the tenant the requests belong to.
+	// tenantId is the tenant the requests belong to.
 	// +kubebuilder:validation:MaxLength=128
 	// +optional
 	TenantId string `json:"tenantId,omitempty"`
 
-	// SloClass is the SLO tier (realtime and interactive are version 1 names of critical and
+	// sloClass is the SLO tier (realtime and interactive are version 1 names of critical and
 	// standard).
 	// +kubebuilder:validation:Enum=critical;standard;sheddable;batch;background;realtime;interactive
 	// +optional
 	SloClass string `json:"sloClass,omitempty"`
 
-	// Model is the model the requests ask for (multi-model clusters).
+	// model is the model the requests ask for (multi-model clusters).
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	Model string `json:"model,omitempty"`
 
-	// Adapter is the LoRA adapter the requests ask for.
+	// adapter is the LoRA adapter the requests ask for.
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	Adapter string `json:"adapter,omitempty"`
 
-	// RateFraction is this source's share of aggregateRate.
+	// rateFraction is this source's share of aggregateRate.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	RateFraction float64 `json:"rateFraction,omitempty"`
 
-	// Arrival is the inter-arrival process.
+	// arrival is the inter-arrival process.
 	// +optional
 	Arrival *ArrivalSpec `json:"arrival,omitempty"`
 
-	// InputDistribution is the prompt length distribution in tokens.
+	// inputDistribution is the prompt length distribution in tokens.
 	// +optional
 	InputDistribution *Distribution `json:"inputDistribution,omitempty"`
 
-	// OutputDistribution is the output length distribution in tokens.
+	// outputDistribution is the output length distribution in tokens.
 	// +optional
 	OutputDistribution *Distribution `json:"outputDistribution,omitempty"`
 
-	// PrefixGroup names a shared prompt prefix; requests of sources with the same group share
+	// prefixGroup names a shared prompt prefix; requests of sources with the same group share
 	// it.
 	// +kubebuilder:validation:MaxLength=128
 	// +optional
 	PrefixGroup string `json:"prefixGroup,omitempty"`
 
-	// PrefixLength is the shared prefix length in tokens (default 50).
+	// prefixLength is the shared prefix length in tokens (default 50).
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1048576
 	// +optional
 	PrefixLength int32 `json:"prefixLength,omitempty"`
 
-	// Streaming marks streamed responses.
+	// streaming marks streamed responses.
 	// +optional
 	Streaming bool `json:"streaming,omitempty"`
 
-	// Network adds client-side network delay.
+	// network adds client-side network delay.
 	// +optional
 	Network *NetworkSpec `json:"network,omitempty"`
 
-	// Multimodal makes requests carry image, audio and video tokens.
+	// multimodal makes requests carry image, audio and video tokens.
 	// +optional
 	Multimodal *MultimodalSpec `json:"multimodal,omitempty"`
 
-	// Reasoning adds reasoning tokens and multi-turn sessions.
+	// reasoning adds reasoning tokens and multi-turn sessions.
 	// +optional
 	Reasoning *ReasoningSpec `json:"reasoning,omitempty"`
 
-	// Agentic makes every arrival a session of an agentic workflow (a DAG of LLM and tool
+	// agentic makes every arrival a session of an agentic workflow (a DAG of LLM and tool
 	// calls).
 	// +optional
 	Agentic *AgenticSpec `json:"agentic,omitempty"`
 
-	// Timeout is the per-request timeout in microseconds (default 300 s; 0 = none).
+	// timeout is the per-request timeout in microseconds (default 300 s; 0 = none).
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Timeout *int64 `json:"timeout,omitempty"`
 
-	// SloTargetUs is the per-request TTFT target in microseconds.
+	// sloTargetUs is the per-request TTFT target in microseconds.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	SloTargetUs *int64 `json:"sloTargetUs,omitempty"`
 
-	// ClosedLoop generates follow-up rounds after responses (default true for multi-turn)
+	// closedLoop generates follow-up rounds after responses (default true for multi-turn)
 	// rather than all up front.
 	// +optional
 	ClosedLoop *bool `json:"closedLoop,omitempty"`
@@ -295,68 +295,68 @@ type ClientTraffic struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.burstSize) || self.process == 'adversarial'",message="burstSize applies to the adversarial process",fieldPath=".burstSize"
 // +kubebuilder:validation:XValidation:rule="!has(self.spikeIntervalUs) || !has(self.spikeDurationUs) || self.spikeDurationUs <= self.spikeIntervalUs",message="spikeDurationUs must not exceed spikeIntervalUs",fieldPath=".spikeDurationUs"
 type ArrivalSpec struct {
-	// Process is the arrival process.
+	// process is the arrival process.
 	// +kubebuilder:validation:Enum=poisson;gamma;weibull;constant;bursty;diurnal;periodic;adversarial
 	// +required
 	Process string `json:"process"`
 
-	// Cv is the coefficient of variation of inter-arrival times (gamma and weibull).
+	// cv is the coefficient of variation of inter-arrival times (gamma and weibull).
 	// +kubebuilder:validation:ExclusiveMinimum=true
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Cv *float64 `json:"cv,omitempty"`
 
-	// Shape is a fitted gamma alpha or weibull k, an alternative to cv.
+	// shape is a fitted gamma alpha or weibull k, an alternative to cv.
 	// +kubebuilder:validation:ExclusiveMinimum=true
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Shape *float64 `json:"shape,omitempty"`
 
-	// Scale is a fitted gamma theta or weibull lambda in microseconds (BLIS compatibility;
+	// scale is a fitted gamma theta or weibull lambda in microseconds (BLIS compatibility;
 	// the engine derives the scale from the client's rate and rejects an explicit one).
 	// +kubebuilder:validation:ExclusiveMinimum=true
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Scale *float64 `json:"scale,omitempty"`
 
-	// SpikeIntervalUs is the bursty process's spike period (default 60 s).
+	// spikeIntervalUs is the bursty process's spike period (default 60 s).
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	SpikeIntervalUs *int64 `json:"spikeIntervalUs,omitempty"`
 
-	// SpikeDurationUs is how long each bursty spike lasts (default 5 s).
+	// spikeDurationUs is how long each bursty spike lasts (default 5 s).
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	SpikeDurationUs *int64 `json:"spikeDurationUs,omitempty"`
 
-	// SpikeMultiplier multiplies the rate during a bursty spike (default 10).
+	// spikeMultiplier multiplies the rate during a bursty spike (default 10).
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	SpikeMultiplier *float64 `json:"spikeMultiplier,omitempty"`
 
-	// PeriodUs is the diurnal process's period (default 24 h).
+	// periodUs is the diurnal process's period (default 24 h).
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	PeriodUs *int64 `json:"periodUs,omitempty"`
 
-	// PeakToTroughRatio is the diurnal process's peak rate over trough rate (default 10).
+	// peakToTroughRatio is the diurnal process's peak rate over trough rate (default 10).
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	PeakToTroughRatio *float64 `json:"peakToTroughRatio,omitempty"`
 
-	// PeakUs is when in each diurnal period the rate peaks (default half a period).
+	// peakUs is when in each diurnal period the rate peaks (default half a period).
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	PeakUs *int64 `json:"peakUs,omitempty"`
 
-	// Jitter is the periodic process's jitter as a fraction of the period, in [0, 0.5]
+	// jitter is the periodic process's jitter as a fraction of the period, in [0, 0.5]
 	// (default 0.1).
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=0.5
 	// +optional
 	Jitter *float64 `json:"jitter,omitempty"`
 
-	// BurstSize is the adversarial process's number of simultaneous arrivals per burst
+	// burstSize is the adversarial process's number of simultaneous arrivals per burst
 	// (default 50).
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100000
@@ -373,16 +373,16 @@ type ArrivalSpec struct {
 // +kubebuilder:validation:XValidation:rule="self.type != 'constant' || (has(self.params) && has(self.params.value))",message="constant needs params.value",fieldPath=".params"
 // +kubebuilder:validation:XValidation:rule="(self.type == 'empirical') == has(self.file)",message="file is required by, and only allowed for, the empirical type",fieldPath=".file"
 type Distribution struct {
-	// Type is the distribution family.
+	// type is the distribution family.
 	// +kubebuilder:validation:Enum=gaussian;exponential;pareto_lognormal;lognormal;constant;empirical
 	// +required
 	Type string `json:"type"`
 
-	// Params are the family's parameters.
+	// params are the family's parameters.
 	// +optional
 	Params *DistributionParams `json:"params,omitempty"`
 
-	// File is the path of an empirical distribution's data, resolved by the engine.
+	// file is the path of an empirical distribution's data, resolved by the engine.
 	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	File string `json:"file,omitempty"`
@@ -393,53 +393,53 @@ type Distribution struct {
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.min) || !has(self.max) || self.min <= self.max",message="min must not exceed max",fieldPath=".min"
 type DistributionParams struct {
-	// Mean of gaussian and exponential.
+	// mean of gaussian and exponential.
 	// +optional
 	Mean *float64 `json:"mean,omitempty"`
-	// StdDev is the standard deviation of gaussian.
+	// stdDev is the standard deviation of gaussian.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	StdDev *float64 `json:"stdDev,omitempty"`
-	// Min truncates samples from below.
+	// min truncates samples from below.
 	// +optional
 	Min *float64 `json:"min,omitempty"`
-	// Max truncates samples from above.
+	// max truncates samples from above.
 	// +optional
 	Max *float64 `json:"max,omitempty"`
-	// Mu is the log-space mean of lognormal and pareto_lognormal.
+	// mu is the log-space mean of lognormal and pareto_lognormal.
 	// +optional
 	Mu *float64 `json:"mu,omitempty"`
-	// Sigma is the log-space standard deviation of lognormal and pareto_lognormal.
+	// sigma is the log-space standard deviation of lognormal and pareto_lognormal.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Sigma *float64 `json:"sigma,omitempty"`
-	// Alpha is the Pareto shape of pareto_lognormal.
+	// alpha is the Pareto shape of pareto_lognormal.
 	// +kubebuilder:validation:ExclusiveMinimum=true
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Alpha *float64 `json:"alpha,omitempty"`
-	// Xm is the Pareto scale of pareto_lognormal.
+	// xm is the Pareto scale of pareto_lognormal.
 	// +kubebuilder:validation:ExclusiveMinimum=true
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Xm *float64 `json:"xm,omitempty"`
-	// MixWeight is the Pareto share in [0, 1] of pareto_lognormal.
+	// mixWeight is the Pareto share in [0, 1] of pareto_lognormal.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1
 	// +optional
 	MixWeight *float64 `json:"mixWeight,omitempty"`
-	// Value of the constant distribution.
+	// value of the constant distribution.
 	// +optional
 	Value *float64 `json:"value,omitempty"`
 }
 
 // NetworkSpec is client-side network delay.
 type NetworkSpec struct {
-	// RttMs is the round-trip time in milliseconds.
+	// rttMs is the round-trip time in milliseconds.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	RttMs float64 `json:"rttMs,omitempty"`
-	// BandwidthMbps is the client link bandwidth in Mbit/s (0 = unlimited).
+	// bandwidthMbps is the client link bandwidth in Mbit/s (0 = unlimited).
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	BandwidthMbps float64 `json:"bandwidthMbps,omitempty"`
@@ -447,7 +447,7 @@ type NetworkSpec struct {
 
 // LifecycleSpec restricts a client to activity windows.
 type LifecycleSpec struct {
-	// Windows are the activity periods.
+	// windows are the activity periods.
 	// +listType=atomic
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
@@ -460,93 +460,93 @@ type LifecycleSpec struct {
 //
 // +kubebuilder:validation:XValidation:rule="self.startUs < self.endUs",message="startUs must be before endUs",fieldPath=".endUs"
 type ActiveWindow struct {
-	// StartUs is the window start.
+	// startUs is the window start.
 	// +kubebuilder:validation:Minimum=0
 	// +required
 	StartUs int64 `json:"startUs"`
-	// EndUs is the window end (exclusive).
+	// endUs is the window end (exclusive).
 	// +required
 	EndUs int64 `json:"endUs"`
-	// TraceRate is a rate weight in rate mode, or the absolute rate in requests per second
+	// traceRate is a rate weight in rate mode, or the absolute rate in requests per second
 	// when aggregateRate is 0.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	TraceRate *float64 `json:"traceRate,omitempty"`
-	// Arrival overrides the client's arrival process in this window.
+	// arrival overrides the client's arrival process in this window.
 	// +optional
 	Arrival *ArrivalSpec `json:"arrival,omitempty"`
-	// InputDistribution overrides the client's prompt lengths in this window.
+	// inputDistribution overrides the client's prompt lengths in this window.
 	// +optional
 	InputDistribution *Distribution `json:"inputDistribution,omitempty"`
-	// OutputDistribution overrides the client's output lengths in this window.
+	// outputDistribution overrides the client's output lengths in this window.
 	// +optional
 	OutputDistribution *Distribution `json:"outputDistribution,omitempty"`
 }
 
 // MultimodalSpec describes the modalities of multimodal requests.
 type MultimodalSpec struct {
-	// TextDistribution is the text tokens per request.
+	// textDistribution is the text tokens per request.
 	// +optional
 	TextDistribution *Distribution `json:"textDistribution,omitempty"`
-	// ImageDistribution is the tokens per image.
+	// imageDistribution is the tokens per image.
 	// +optional
 	ImageDistribution *Distribution `json:"imageDistribution,omitempty"`
-	// ImageCountDistribution is the images per request.
+	// imageCountDistribution is the images per request.
 	// +optional
 	ImageCountDistribution *Distribution `json:"imageCountDistribution,omitempty"`
-	// AudioDistribution is the tokens per audio segment.
+	// audioDistribution is the tokens per audio segment.
 	// +optional
 	AudioDistribution *Distribution `json:"audioDistribution,omitempty"`
-	// AudioCountDistribution is the audio segments per request.
+	// audioCountDistribution is the audio segments per request.
 	// +optional
 	AudioCountDistribution *Distribution `json:"audioCountDistribution,omitempty"`
-	// VideoDistribution is the tokens per video segment.
+	// videoDistribution is the tokens per video segment.
 	// +optional
 	VideoDistribution *Distribution `json:"videoDistribution,omitempty"`
-	// VideoCountDistribution is the video segments per request.
+	// videoCountDistribution is the video segments per request.
 	// +optional
 	VideoCountDistribution *Distribution `json:"videoCountDistribution,omitempty"`
 }
 
 // ReasoningSpec adds reasoning tokens and multi-turn sessions.
 type ReasoningSpec struct {
-	// ReasonRatioDistribution is the share of output tokens that are reasoning tokens.
+	// reasonRatioDistribution is the share of output tokens that are reasoning tokens.
 	// +optional
 	ReasonRatioDistribution *Distribution `json:"reasonRatioDistribution,omitempty"`
-	// MultiTurn makes each arrival a multi-round session.
+	// multiTurn makes each arrival a multi-round session.
 	// +optional
 	MultiTurn *MultiTurnSpec `json:"multiTurn,omitempty"`
 }
 
 // MultiTurnSpec is a multi-round conversation.
 type MultiTurnSpec struct {
-	// MaxRounds is the number of rounds per session.
+	// maxRounds is the number of rounds per session.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1000
 	// +required
 	MaxRounds int32 `json:"maxRounds"`
-	// ThinkTimeUs is the pause between rounds in microseconds.
+	// thinkTimeUs is the pause between rounds in microseconds.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	ThinkTimeUs int64 `json:"thinkTimeUs,omitempty"`
-	// ContextGrowth is accumulate (each round's prompt includes all earlier rounds) or empty
+	// contextGrowth is accumulate (each round's prompt includes all earlier rounds) or empty
 	// (independent rounds).
 	// +kubebuilder:validation:Enum=accumulate
 	// +optional
 	ContextGrowth string `json:"contextGrowth,omitempty"`
-	// SingleSession runs all rounds of a client in one session.
+	// singleSession runs all rounds of a client in one session.
 	// +optional
 	SingleSession bool `json:"singleSession,omitempty"`
 }
 
 // DiurnalSpec is a sinusoidal 24-hour rate modulation.
 type DiurnalSpec struct {
-	// PeakHour is the hour of day (0-23) of the peak.
+	// peakHour is the hour of day (0-23) of the peak.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=23
 	// +required
 	PeakHour int32 `json:"peakHour"`
-	// PeakToTroughRatio is peak rate over trough rate, at least 1.
+	// peakToTroughRatio is peak rate over trough rate, at least 1.
 	// +kubebuilder:validation:Minimum=1
 	// +required
 	PeakToTroughRatio float64 `json:"peakToTroughRatio"`
@@ -554,15 +554,15 @@ type DiurnalSpec struct {
 
 // SpikeSpec is a burst window.
 type SpikeSpec struct {
-	// StartTimeUs is the start of the spike.
+	// startTimeUs is the start of the spike.
 	// +kubebuilder:validation:Minimum=0
 	// +required
 	StartTimeUs int64 `json:"startTimeUs"`
-	// DurationUs is the length of the spike.
+	// durationUs is the length of the spike.
 	// +kubebuilder:validation:Minimum=1
 	// +required
 	DurationUs int64 `json:"durationUs"`
-	// TraceRate is the cohort rate in requests per second in absolute mode.
+	// traceRate is the cohort rate in requests per second in absolute mode.
 	// +kubebuilder:validation:ExclusiveMinimum=true
 	// +kubebuilder:validation:Minimum=0
 	// +optional
@@ -571,11 +571,11 @@ type SpikeSpec struct {
 
 // DrainSpec is a linear ramp-down of the rate to zero.
 type DrainSpec struct {
-	// StartTimeUs is when the ramp starts.
+	// startTimeUs is when the ramp starts.
 	// +kubebuilder:validation:Minimum=0
 	// +required
 	StartTimeUs int64 `json:"startTimeUs"`
-	// RampDurationUs is the length of the ramp.
+	// rampDurationUs is the length of the ramp.
 	// +kubebuilder:validation:Minimum=0
 	// +required
 	RampDurationUs int64 `json:"rampDurationUs"`
@@ -583,28 +583,28 @@ type DrainSpec struct {
 
 // ServegenDataSpec loads a ServeGen data set.
 type ServegenDataSpec struct {
-	// Path of the ServeGen data, resolved by the engine.
+	// path of the ServeGen data, resolved by the engine.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
 	// +required
 	Path string `json:"path"`
-	// TimeWindow selects a single period (deprecated in BLIS).
+	// timeWindow selects a single period (deprecated in BLIS).
 	// +kubebuilder:validation:MaxLength=63
 	// +optional
 	TimeWindow string `json:"timeWindow,omitempty"`
-	// SpanStart is the start of the span used, in microseconds.
+	// spanStart is the start of the span used, in microseconds.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	SpanStart int64 `json:"spanStart,omitempty"`
-	// SpanEnd is the end of the span used, in microseconds.
+	// spanEnd is the end of the span used, in microseconds.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	SpanEnd int64 `json:"spanEnd,omitempty"`
-	// WindowDurationSecs is the duration of each period in multi-period mode.
+	// windowDurationSecs is the duration of each period in multi-period mode.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	WindowDurationSecs int32 `json:"windowDurationSecs,omitempty"`
-	// DrainTimeoutSecs is the gap between periods in multi-period mode.
+	// drainTimeoutSecs is the gap between periods in multi-period mode.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	DrainTimeoutSecs int32 `json:"drainTimeoutSecs,omitempty"`
@@ -612,25 +612,25 @@ type ServegenDataSpec struct {
 
 // InferencePerfSpec is inference-perf's staged load with a shared-prefix data set.
 type InferencePerfSpec struct {
-	// Stages run one after another.
+	// stages run one after another.
 	// +listType=atomic
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=16
 	// +required
 	Stages []InferencePerfStage `json:"stages"`
-	// SharedPrefix describes prompts built from shared system prompts.
+	// sharedPrefix describes prompts built from shared system prompts.
 	// +optional
 	SharedPrefix *SharedPrefixSpec `json:"sharedPrefix,omitempty"`
 }
 
 // InferencePerfStage is one load stage.
 type InferencePerfStage struct {
-	// Rate in requests per second.
+	// rate in requests per second.
 	// +kubebuilder:validation:ExclusiveMinimum=true
 	// +kubebuilder:validation:Minimum=0
 	// +required
 	Rate float64 `json:"rate"`
-	// Duration in seconds.
+	// duration in seconds.
 	// +kubebuilder:validation:Minimum=1
 	// +required
 	Duration int64 `json:"duration"`
@@ -638,29 +638,29 @@ type InferencePerfStage struct {
 
 // SharedPrefixSpec is inference-perf's shared_prefix data set.
 type SharedPrefixSpec struct {
-	// NumUniqueSystemPrompts is the number of prefix groups.
+	// numUniqueSystemPrompts is the number of prefix groups.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1024
 	// +required
 	NumUniqueSystemPrompts int32 `json:"numUniqueSystemPrompts"`
-	// NumUsersPerSystemPrompt is the number of clients per prefix group.
+	// numUsersPerSystemPrompt is the number of clients per prefix group.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1024
 	// +required
 	NumUsersPerSystemPrompt int32 `json:"numUsersPerSystemPrompt"`
-	// SystemPromptLen is the shared prefix length in tokens.
+	// systemPromptLen is the shared prefix length in tokens.
 	// +kubebuilder:validation:Minimum=0
 	// +required
 	SystemPromptLen int32 `json:"systemPromptLen"`
-	// QuestionLen is the per-request prompt length in tokens.
+	// questionLen is the per-request prompt length in tokens.
 	// +kubebuilder:validation:Minimum=1
 	// +required
 	QuestionLen int32 `json:"questionLen"`
-	// OutputLen is the output length in tokens.
+	// outputLen is the output length in tokens.
 	// +kubebuilder:validation:Minimum=1
 	// +required
 	OutputLen int32 `json:"outputLen"`
-	// EnableMultiTurnChat turns each user into a single multi-turn session.
+	// enableMultiTurnChat turns each user into a single multi-turn session.
 	// +optional
 	EnableMultiTurnChat bool `json:"enableMultiTurnChat,omitempty"`
 }
@@ -674,16 +674,16 @@ type SharedPrefixSpec struct {
 // +kubebuilder:validation:XValidation:rule="self.steps.all(s, !has(s.contextGrowth) || (has(self.__loop__) && s.id in self.__loop__.over))",message="contextGrowth accumulate is only valid for steps inside loop.over",fieldPath=".steps"
 // +kubebuilder:validation:XValidation:rule="self.steps.exists(s, !has(s.dependsOn) || size(s.dependsOn) == 0)",message="a workflow needs a root step (one without dependsOn)",fieldPath=".steps"
 type AgenticSpec struct {
-	// Workflow names the workflow.
+	// workflow names the workflow.
 	// +kubebuilder:validation:MaxLength=128
 	// +optional
 	Workflow string `json:"workflow,omitempty"`
 
-	// Loop repeats a group of steps.
+	// loop repeats a group of steps.
 	// +optional
 	Loop *AgenticLoop `json:"loop,omitempty"`
 
-	// Steps are the workflow's LLM and tool calls.
+	// steps are the workflow's LLM and tool calls.
 	// +listType=map
 	// +listMapKey=id
 	// +kubebuilder:validation:MinItems=1
@@ -691,7 +691,7 @@ type AgenticSpec struct {
 	// +required
 	Steps []AgenticStep `json:"steps"`
 
-	// Tools maps a tool name to its latency and output size. Keys are tool names as used by
+	// tools maps a tool name to its latency and output size. Keys are tool names as used by
 	// steps.
 	// +kubebuilder:validation:MaxProperties=16
 	// +optional
@@ -700,7 +700,7 @@ type AgenticSpec struct {
 
 // AgenticLoop repeats the steps it names.
 type AgenticLoop struct {
-	// Over names the steps of the loop body.
+	// over names the steps of the loop body.
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=16
@@ -708,13 +708,13 @@ type AgenticLoop struct {
 	// +required
 	Over []string `json:"over"`
 
-	// MaxIterations bounds the number of iterations.
+	// maxIterations bounds the number of iterations.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1000
 	// +required
 	MaxIterations int32 `json:"maxIterations"`
 
-	// ContinueProbability is the probability of another iteration after each one below
+	// continueProbability is the probability of another iteration after each one below
 	// maxIterations (default 1: always run maxIterations).
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1
@@ -729,56 +729,56 @@ type AgenticLoop struct {
 // +kubebuilder:validation:XValidation:rule="self.type == 'tool_call' || !has(self.tool)",message="tool applies only to tool_call steps",fieldPath=".tool"
 // +kubebuilder:validation:XValidation:rule="!has(self.dependsOn) || !(self.id in self.dependsOn)",message="a step cannot depend on itself",fieldPath=".dependsOn"
 type AgenticStep struct {
-	// ID names the step.
+	// id names the step.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=32
 	// +required
 	ID string `json:"id"`
 
-	// Type is llm_call or tool_call.
+	// type is llm_call or tool_call.
 	// +kubebuilder:validation:Enum=llm_call;tool_call
 	// +required
 	Type string `json:"type"`
 
-	// Tool names the tool of a tool_call step (a key of tools).
+	// tool names the tool of a tool_call step (a key of tools).
 	// +kubebuilder:validation:MaxLength=32
 	// +optional
 	Tool string `json:"tool,omitempty"`
 
-	// DependsOn are the steps that must complete first (fan-in when several).
+	// dependsOn are the steps that must complete first (fan-in when several).
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:items:MaxLength=32
 	// +optional
 	DependsOn []string `json:"dependsOn,omitempty"`
 
-	// FanOut runs this many parallel instances of the step.
+	// fanOut runs this many parallel instances of the step.
 	// +kubebuilder:validation:Minimum=2
 	// +kubebuilder:validation:Maximum=64
 	// +optional
 	FanOut *int32 `json:"fanOut,omitempty"`
 
-	// ContextGrowth accumulate makes a loop step's prompt include earlier iterations.
+	// contextGrowth accumulate makes a loop step's prompt include earlier iterations.
 	// +kubebuilder:validation:Enum=accumulate
 	// +optional
 	ContextGrowth string `json:"contextGrowth,omitempty"`
 
-	// InputDistribution is the prompt length of an llm_call step.
+	// inputDistribution is the prompt length of an llm_call step.
 	// +optional
 	InputDistribution *Distribution `json:"inputDistribution,omitempty"`
 
-	// OutputDistribution is the output length of an llm_call step.
+	// outputDistribution is the output length of an llm_call step.
 	// +optional
 	OutputDistribution *Distribution `json:"outputDistribution,omitempty"`
 }
 
 // AgenticTool is an external tool's behaviour.
 type AgenticTool struct {
-	// Latency is the tool's latency distribution in microseconds.
+	// latency is the tool's latency distribution in microseconds.
 	// +required
 	Latency Distribution `json:"latency"`
 
-	// OutputTokens is the size of the tool's output, added to the next prompt.
+	// outputTokens is the size of the tool's output, added to the next prompt.
 	// +optional
 	OutputTokens *Distribution `json:"outputTokens,omitempty"`
 }
@@ -787,22 +787,22 @@ type AgenticTool struct {
 //
 // +kubebuilder:validation:XValidation:rule="has(self.configMapRef) != has(self.path)",message="give exactly one of configMapRef and path"
 type TraceSource struct {
-	// Format of the trace file.
+	// format of the trace file.
 	// +kubebuilder:validation:Enum=csv;jsonl
 	// +required
 	Format string `json:"format"`
 
-	// ConfigMapRef selects the trace file in a ConfigMap.
+	// configMapRef selects the trace file in a ConfigMap.
 	// +optional
 	ConfigMapRef *ConfigMapKeyReference `json:"configMapRef,omitempty"`
 
-	// Path is the trace file on a volume mounted into the engine.
+	// path is the trace file on a volume mounted into the engine.
 	// +kubebuilder:validation:MaxLength=1024
 	// +kubebuilder:validation:Pattern=`^/`
 	// +optional
 	Path string `json:"path,omitempty"`
 
-	// TimeScale multiplies recorded inter-arrival times (0.5 replays twice as fast).
+	// timeScale multiplies recorded inter-arrival times (0.5 replays twice as fast).
 	// +kubebuilder:validation:ExclusiveMinimum=true
 	// +kubebuilder:validation:Minimum=0
 	// +optional
@@ -811,7 +811,7 @@ type TraceSource struct {
 
 // WorkloadSpecStatus is the observed state of a WorkloadSpec.
 type WorkloadSpecStatus struct {
-	// Conditions: Ready is True when the workload (or its referenced BLIS file or trace)
+	// conditions: Ready is True when the workload (or its referenced BLIS file or trace)
 	// resolves and passes the engine's validation.
 	// +listType=map
 	// +listMapKey=type
@@ -819,11 +819,11 @@ type WorkloadSpecStatus struct {
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// ObservedGeneration is the generation the status describes.
+	// observedGeneration is the generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// ContentHash is the SHA-256 of the resolved workload, hex encoded.
+	// contentHash is the SHA-256 of the resolved workload, hex encoded.
 	// +kubebuilder:validation:MaxLength=128
 	// +optional
 	ContentHash string `json:"contentHash,omitempty"`
