@@ -89,10 +89,12 @@ type EvaluationSpec struct {
 	FitnessWeights map[string]float64 `json:"fitnessWeights,omitempty"`
 
 	// trace sets how much of the run is recorded and how it is summarised.
+	// +kubebuilder:default={}
 	// +optional
 	Trace TraceSpec `json:"trace,omitempty"`
 
 	// execution sets where and how the engine runs.
+	// +kubebuilder:default={}
 	// +optional
 	Execution ExecutionSpec `json:"execution,omitempty"`
 }

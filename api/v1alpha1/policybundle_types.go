@@ -53,8 +53,8 @@ type PolicyBundleSpec struct {
 	// +optional
 	Scheduler string `json:"scheduler,omitempty"`
 
-	// instanceScheduler holds the parameters of the scheduler template, or replaces the
-	// template with a decision tree or a CEL expression.
+	// instanceScheduler holds the settings of the scheduler template (parameters, options,
+	// parameterMaps), or replaces the template with a decision tree or a CEL expression.
 	// +optional
 	InstanceScheduler *PolicyForms `json:"instanceScheduler,omitempty"`
 

@@ -48,10 +48,12 @@ type SimulatedClusterSpec struct {
 
 	// engine holds the vLLM engine settings of every replica: parallelism, batch limits, KV
 	// cache sizing, chunked prefill and prefix caching.
+	// +kubebuilder:default={}
 	// +optional
 	Engine VLLMEngineSpec `json:"engine,omitempty"`
 
 	// latencyModel selects how step times are computed and carries its coefficients.
+	// +kubebuilder:default={}
 	// +optional
 	LatencyModel LatencyModelSpec `json:"latencyModel,omitempty"`
 

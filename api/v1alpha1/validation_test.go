@@ -517,6 +517,30 @@ func TestDefaultsApplied(t *testing.T) {
 	if ev.Spec.Trace.Level != blisv1alpha1.TraceNone || ev.Spec.Objectives[0].Weight != 1 {
 		t.Errorf("trace level %q, objective weight %v", ev.Spec.Trace.Level, ev.Spec.Objectives[0].Weight)
 	}
+
+	// A manifest that omits the sections entirely gets the same defaults.
+	for _, doc := range []string{baseEvaluation, baseCluster} {
+		u := &unstructured.Unstructured{Object: mustYAML(doc).(map[string]any)}
+		u.SetNamespace(ns)
+		u.SetName("defaults-from-yaml")
+		if err := env.Client.Create(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var fromYAML blisv1alpha1.Evaluation
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "defaults-from-yaml"}, &fromYAML); err != nil {
+		t.Fatal(err)
+	}
+	if x := fromYAML.Spec.Execution; x.Executor != blisv1alpha1.ExecutorJob || x.ReuseCachedResult == nil || x.MaxRetries == nil || fromYAML.Spec.Trace.Level != blisv1alpha1.TraceNone {
+		t.Errorf("defaults of an Evaluation without execution and trace: %+v %+v", x, fromYAML.Spec.Trace)
+	}
+	var scYAML blisv1alpha1.SimulatedCluster
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "defaults-from-yaml"}, &scYAML); err != nil {
+		t.Fatal(err)
+	}
+	if scYAML.Spec.Engine.BlockSize != 16 || scYAML.Spec.LatencyModel.Backend != blisv1alpha1.LatencyTrainedPhysics {
+		t.Errorf("defaults of a SimulatedCluster without engine and latencyModel: %+v %+v", scYAML.Spec.Engine, scYAML.Spec.LatencyModel)
+	}
 }
 
 // TestEvaluationSpecImmutable checks that the spec cannot change after creation while status
