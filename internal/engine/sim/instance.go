@@ -6,9 +6,11 @@ import (
 	"github.com/inference-sim/blis-operator/internal/engine/metrics"
 )
 
-// runEntry is a running request's hot state, kept contiguously in running order so that a step
-// walks a small dense array instead of chasing slab slots. It is the authoritative copy while
-// the request runs and is written back to the slab (flush) when the request leaves the batch.
+// runEntry is a running request's hot state: what every step reads and writes. Entries are
+// kept contiguously in running order, 32 bytes each, so a step streams through a small dense
+// array instead of chasing slab slots; this is the authoritative copy while the request runs,
+// written back to the slab (flush) when it leaves the batch. The request's inter-token
+// latencies are not accumulated per step: they follow from the instance's gap history (itlOf).
 type runEntry struct {
 	slot     int32
 	progress int32 // BLIS's ProgressIndex
@@ -19,17 +21,20 @@ type runEntry struct {
 	// the decode tokens counted in progress but not yet pushed into the table. A decode token
 	// that fits in the last block is only counted; the cache is told at the next block boundary,
 	// which gives the same blocks in the same order as telling it every token.
-	room     int32
-	lazy     int32
-	itlCount int32
-	itlSum   int64
-	stamp    int64
+	room int32
+	lazy int32
+	// stamp is the low 32 bits of the step that scheduled numNew tokens (only equality with the
+	// current step matters, and no request runs for 2^32 steps).
+	stamp int32
+}
+
+// runCold is the rest of a running request's state, in a slice parallel to the running batch.
+type runCold struct {
+	// kv is the request's block table, touched only at block boundaries.
+	kv kvcache.Table
 	// decodeFrom is the first step (instance step number) in which the request could decode:
 	// the one after its prefill finished; 0 while it prefills.
 	decodeFrom int64
-	// kv is the request's block table. It lives here rather than in the slab so that a block
-	// boundary touches only this entry's memory.
-	kv kvcache.Table
 }
 
 // instance is one vLLM replica: a wait queue, a running batch and a paged KV cache.
@@ -46,6 +51,7 @@ type instance struct {
 
 	waitQ       waitQueue
 	running     []runEntry // in vLLM's running order
+	cold        []runCold  // parallel to running
 	pending     int32      // routed here, not yet in the wait queue
 	stepPending bool       // a step event is scheduled
 	stepCount   int64
@@ -61,6 +67,9 @@ type instance struct {
 	// pairs go to the collector once, at the end of the run.
 	gaps    []int64
 	itlDiff []int32
+	// cumGaps[k] is the sum of the gaps of steps 1..k, so a request's ITL sum over a range of
+	// steps is a difference.
+	cumGaps []int64
 
 	// spare is the table used to try an admission; tablePool holds block slices of tables
 	// released by departed requests, so tables stop allocating once warm.
@@ -88,21 +97,40 @@ func (in *instance) snapshot(sn *Snapshot) {
 	}
 }
 
-// flush writes a running entry's state back to its slab slot.
-func flush(e *runEntry, r *reqState) {
-	r.progress = e.progress
-	r.itlSum = e.itlSum
-	r.itlCount = e.itlCount
+// itlOf returns the sum and count of a request's inter-token gaps: the gaps of steps from..to
+// (to = the last step it took part in) except those it was left out of (skipped).
+func (in *instance) itlOf(from, to int64, skipped []int64) (sum int64, count int32) {
+	if from <= 0 || from > to {
+		return 0, 0
+	}
+	sum, count = in.cumGaps[to]-in.cumGaps[from-1], int32(to-from+1)
+	for _, k := range skipped {
+		sum -= in.gaps[k-1]
+		count--
+	}
+	return sum, count
 }
 
-// removeRunning deletes the entry of slot from the running batch (keeping the order of the
-// others) after writing it back to the slab, and frees its KV blocks.
+// flush writes a running entry's state back to its slab slot, as of the last executed step.
+func (in *instance) flush(e *runEntry, c *runCold, r *reqState) {
+	r.progress = e.progress
+	r.itlSum, r.itlCount = in.itlOf(c.decodeFrom, in.stepCount, r.skipped)
+}
+
+// removeAt deletes running index i from the batch, keeping the order of the others.
+func (in *instance) removeAt(i int) {
+	in.running = append(in.running[:i], in.running[i+1:]...)
+	in.cold = append(in.cold[:i], in.cold[i+1:]...)
+}
+
+// removeRunning deletes the entry of slot from the running batch after writing it back to the
+// slab, and frees its KV blocks.
 func (in *instance) removeRunning(slot int32, reqs []reqState) {
 	for i := range in.running {
 		if in.running[i].slot == slot {
-			flush(&in.running[i], &reqs[slot])
-			in.releaseTable(&in.running[i].kv)
-			in.running = append(in.running[:i], in.running[i+1:]...)
+			in.flush(&in.running[i], &in.cold[i], &reqs[slot])
+			in.releaseTable(&in.cold[i].kv)
+			in.removeAt(i)
 			return
 		}
 	}
@@ -168,27 +196,27 @@ func (in *instance) setRoom(e *runEntry, t *kvcache.Table) {
 	e.room = int32(len(t.Blocks))*in.cfg.BlockSize - t.Tokens
 }
 
-// growDecode reserves one decode token for e (see runEntry.room).
-func (in *instance) growDecode(e *runEntry) bool {
+// growDecode reserves one decode token for e (see runEntry.room); c is its cold part.
+func (in *instance) growDecode(e *runEntry, c *runCold) bool {
 	if e.room > 0 {
 		e.room--
 		e.lazy++
 		return true
 	}
-	if !in.kv.Grow(&e.kv, e.lazy+1, nil) {
+	if !in.kv.Grow(&c.kv, e.lazy+1, nil) {
 		return false
 	}
 	e.lazy = 0
-	in.setRoom(e, &e.kv)
+	in.setRoom(e, &c.kv)
 	return true
 }
 
 // growPrefill reserves n prompt tokens for e, registering prompt-block hashes as blocks fill.
-func (in *instance) growPrefill(e *runEntry, r *reqState, n int32) bool {
-	if !in.kv.Grow(&e.kv, n, r.hashes) {
+func (in *instance) growPrefill(e *runEntry, c *runCold, r *reqState, n int32) bool {
+	if !in.kv.Grow(&c.kv, n, r.hashes) {
 		return false
 	}
-	in.setRoom(e, &e.kv)
+	in.setRoom(e, &c.kv)
 	return true
 }
 
@@ -241,11 +269,12 @@ func (in *instance) flushITL() {
 	}
 }
 
-// preempt moves the running request of entry e (already removed from the batch) back to the
-// front of the wait queue with its progress reset (vLLM recompute preemption).
-func (s *simulation) preempt(in *instance, e *runEntry) {
+// preempt moves the running request of entry e (already removed from the batch, c its cold
+// part) back to the front of the wait queue with its progress reset (vLLM recompute
+// preemption).
+func (s *simulation) preempt(in *instance, e *runEntry, c *runCold) {
 	r := &s.slab.reqs[e.slot]
-	in.releaseTable(&e.kv)
+	in.releaseTable(&c.kv)
 	r.state = stQueued
 	r.progress = 0
 	r.ttftSet = false
@@ -263,11 +292,11 @@ func (s *simulation) reserve(in *instance, i int, n int32, budget *int64, preemp
 	slot := in.running[i].slot
 	r := &s.slab.reqs[slot]
 	for {
-		e := &in.running[i-adj]
+		e, c := &in.running[i-adj], &in.cold[i-adj]
 		if e.progress >= e.input {
-			ok = s.growDecode(in, e)
+			ok = s.growDecode(in, e, c)
 		} else {
-			ok = in.growPrefill(e, r, n)
+			ok = in.growPrefill(e, c, r, n)
 		}
 		if ok {
 			return true, adj
@@ -277,14 +306,14 @@ func (s *simulation) reserve(in *instance, i int, n int32, budget *int64, preemp
 		if in.priorityVictims {
 			vi = in.priorityVictim(s.slab.reqs)
 		}
-		victim := in.running[vi]
-		in.running = append(in.running[:vi], in.running[vi+1:]...)
-		if victim.stamp == in.stepCount && victim.numNew > 0 {
+		victim, victimCold := in.running[vi], in.cold[vi]
+		in.removeAt(vi)
+		if victim.stamp == int32(in.stepCount) && victim.numNew > 0 {
 			// Already scheduled in this step: give its tokens back.
 			*budget += int64(victim.numNew)
 			in.unshape(&victim)
 		}
-		s.preempt(in, &victim)
+		s.preempt(in, &victim, &victimCold)
 		if victim.slot == slot {
 			return false, adj
 		}
@@ -296,15 +325,15 @@ func (s *simulation) reserve(in *instance, i int, n int32, budget *int64, preemp
 
 // growDecode dispatches to the stepper's decode reservation (the reference stepper used in
 // tests allocates every token eagerly).
-func (s *simulation) growDecode(in *instance, e *runEntry) bool {
+func (s *simulation) growDecode(in *instance, e *runEntry, c *runCold) bool {
 	if s.eagerKV {
-		if !in.kv.Grow(&e.kv, 1, nil) {
+		if !in.kv.Grow(&c.kv, 1, nil) {
 			return false
 		}
-		in.setRoom(e, &e.kv)
+		in.setRoom(e, &c.kv)
 		return true
 	}
-	return in.growDecode(e)
+	return in.growDecode(e, c)
 }
 
 // step runs one engine step of in at time now: batch formation, execution, completions, and
@@ -333,6 +362,7 @@ func (s *simulation) step(in *instance, now int64) {
 	stepTime := max(in.lat.StepTime(sh), 1)
 	gap := stepTime + in.alphaOut
 	in.gaps = append(in.gaps, gap)
+	in.cumGaps = append(in.cumGaps, in.cumGaps[len(in.cumGaps)-1]+gap)
 	in.itlDiff = append(in.itlDiff, 0)
 
 	done := now + stepTime
@@ -350,7 +380,7 @@ func (s *simulation) step(in *instance, now int64) {
 // their next prefill chunk or one decode token while the budget lasts, preempting when KV
 // blocks run out. It reports whether anything was preempted.
 func (s *simulation) scheduleRunning(in *instance, budget *int64) (preempted bool) {
-	step := in.stepCount
+	step := int32(in.stepCount)
 	c := in.cfg
 	thr, mml := c.LongPrefillTokenThreshold, c.MaxModelLen
 	sh := &in.shape
@@ -410,7 +440,7 @@ func (s *simulation) scheduleRunning(in *instance, budget *int64) (preempted boo
 // the batch, reusing cached prompt blocks, while the batch and the budget have room; the first
 // that cannot get its KV blocks stops admission (head-of-line, as in vLLM).
 func (s *simulation) admitWaiting(in *instance, now, budget int64) {
-	step := in.stepCount
+	step := int32(in.stepCount)
 	c := in.cfg
 	thr, mml, bs := c.LongPrefillTokenThreshold, c.MaxModelLen, c.BlockSize
 	for int32(len(in.running)) < c.MaxNumSeqs && budget > 0 {
@@ -443,11 +473,11 @@ func (s *simulation) admitWaiting(in *instance, now, budget int64) {
 		in.waitQ.popFront(true)
 		in.running = append(in.running, runEntry{
 			slot: slot, progress: cached, input: r.input, output: r.output,
-			numNew: n, stamp: step, kv: *t,
+			numNew: n, stamp: step,
 		})
+		in.cold = append(in.cold, runCold{kv: *t})
 		*t = kvcache.Table{}
-		ne := &in.running[len(in.running)-1]
-		in.setRoom(ne, &ne.kv)
+		in.setRoom(&in.running[len(in.running)-1], &in.cold[len(in.cold)-1].kv)
 		r.state = stRunning
 		r.scheduledAt = now
 		r.schedDelay = now - r.arrival
@@ -461,15 +491,16 @@ func (s *simulation) admitWaiting(in *instance, now, budget int64) {
 // gap the inter-token latency it gives. It reports whether any request completed.
 func (s *simulation) execute(in *instance, done, gap int64) (completed bool) {
 	step := in.stepCount
+	stamp := int32(step)
 	mml := in.cfg.MaxModelLen
 	keep := 0
 	for i := 0; i < len(in.running); i++ {
 		e := &in.running[i]
-		if e.stamp == step {
+		if e.stamp == stamp {
 			if e.progress < e.input {
 				e.progress += e.numNew
 				if e.progress == e.input {
-					e.decodeFrom = step + 1
+					in.cold[i].decodeFrom = step + 1
 					r := &s.slab.reqs[e.slot]
 					if !r.ttftSet {
 						r.ttftSet = true
@@ -479,10 +510,8 @@ func (s *simulation) execute(in *instance, done, gap int64) (completed bool) {
 				}
 			} else {
 				e.progress++
-				e.itlSum += gap
-				e.itlCount++
 			}
-		} else if e.decodeFrom > 0 && e.output > 1 {
+		} else if e.progress >= e.input && e.output > 1 {
 			// A decoding request left out of this step (the budget ran out or a preemption
 			// stopped phase 1 before it, or it sits at the length cap).
 			r := &s.slab.reqs[e.slot]
@@ -490,7 +519,7 @@ func (s *simulation) execute(in *instance, done, gap int64) (completed bool) {
 			in.stats.DeferredDecodes++
 		}
 		if e.progress >= e.input+max(e.output, 1)-1 {
-			if e.output > 0 && e.progress < e.input+e.output && !s.growDecode(in, e) {
+			if e.output > 0 && e.progress < e.input+e.output && !s.growDecode(in, e, &in.cold[i]) {
 				// The final token's slot; BLIS counts a failure here as an accounting anomaly.
 				in.stats.KVAllocationFailures++
 			}
@@ -499,20 +528,23 @@ func (s *simulation) execute(in *instance, done, gap int64) (completed bool) {
 		} else {
 			if keep != i {
 				in.running[keep] = *e
+				in.cold[keep] = in.cold[i]
 			}
 			keep++
 			continue
 		}
 		slot := e.slot
 		r := &s.slab.reqs[slot]
-		flush(e, r)
-		in.releaseTable(&e.kv)
-		if e.itlCount > 0 {
-			in.countITL(e.decodeFrom, step, r.skipped)
+		c := &in.cold[i]
+		in.flush(e, c, r)
+		in.releaseTable(&c.kv)
+		if r.itlCount > 0 {
+			in.countITL(c.decodeFrom, step, r.skipped)
 		}
 		completed = true
 		s.finishRequest(in, slot, OutcomeCompleted, done, "")
 	}
 	in.running = in.running[:keep]
+	in.cold = in.cold[:keep]
 	return completed
 }

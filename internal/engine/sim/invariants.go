@@ -96,19 +96,23 @@ func (s *simulation) checkInvariants() error {
 			return fmt.Errorf("invariant request_conservation: instance %d counts queue %d/%d running %d/%d pending %d/%d",
 				i, queued[i], in.waitQ.live, running[i], len(in.running), pending[i], in.pending)
 		}
+		if len(in.cold) != len(in.running) {
+			return fmt.Errorf("invariant running_state: instance %d has %d entries and %d cold parts", i, len(in.running), len(in.cold))
+		}
 		for j := range in.running {
 			e := &in.running[j]
 			r := &s.slab.reqs[e.slot]
 			if r.state != stRunning {
 				return fmt.Errorf("invariant request_lifecycle: running entry of request %d in state %d", r.id, r.state)
 			}
-			if err := in.kv.CheckTable(&e.kv); err != nil {
+			t := &in.cold[j].kv
+			if err := in.kv.CheckTable(t); err != nil {
 				return fmt.Errorf("invariant kv_table: request %d: %w", r.id, err)
 			}
-			if e.kv.Tokens+e.lazy != e.progress {
-				return fmt.Errorf("invariant kv_table: request %d holds %d+%d tokens, progress %d", r.id, e.kv.Tokens, e.lazy, e.progress)
+			if t.Tokens+e.lazy != e.progress {
+				return fmt.Errorf("invariant kv_table: request %d holds %d+%d tokens, progress %d", r.id, t.Tokens, e.lazy, e.progress)
 			}
-			if e.room != int32(len(e.kv.Blocks))*in.cfg.BlockSize-e.kv.Tokens-e.lazy {
+			if e.room != int32(len(t.Blocks))*in.cfg.BlockSize-t.Tokens-e.lazy {
 				return fmt.Errorf("invariant kv_table: request %d room %d inconsistent with its table", r.id, e.room)
 			}
 		}

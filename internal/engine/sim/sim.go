@@ -149,6 +149,7 @@ func newSimulation(cfg *Config, src workload.Source) *simulation {
 		s.res.Collectors = append(s.res.Collectors, in.col)
 		in.shape.Prefill = make([]latency.PrefillChunk, 0, 16)
 		in.itlDiff = make([]int32, 1, 1024) // one slot past the last step (difference array)
+		in.cumGaps = make([]int64, 1, 1024) // cumGaps[0] = 0: no steps yet
 	}
 	return s
 }
@@ -515,7 +516,7 @@ func (s *simulation) finish() {
 	for i := range s.insts {
 		in := &s.insts[i]
 		for j := range in.running {
-			flush(&in.running[j], &s.slab.reqs[in.running[j].slot])
+			in.flush(&in.running[j], &in.cold[j], &s.slab.reqs[in.running[j].slot])
 		}
 	}
 	for slot := range s.slab.reqs {
