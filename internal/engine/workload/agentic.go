@@ -93,103 +93,129 @@ func compileAgentic(field string, a *AgenticSpec, baseDir string) (*workflow, er
 	index := map[string]int{} // lookup only
 	for i := range a.Steps {
 		st := &a.Steps[i]
-		sf := fmt.Sprintf("%s.steps[%s]", f, st.ID)
 		if st.ID == "" {
 			return nil, fmt.Errorf("%s.steps[%d].id: required", f, i)
 		}
 		if _, dup := index[st.ID]; dup {
-			return nil, fmt.Errorf("%s.id: duplicate step id", sf)
+			return nil, fmt.Errorf("%s.steps[%s].id: duplicate step id", f, st.ID)
 		}
 		index[st.ID] = i
-		ws := wfStep{id: st.ID, fan: 1}
-		switch {
-		case st.FanOut == 1 || st.FanOut < 0:
-			return nil, fmt.Errorf("%s.fan_out: must be >= 2 when given, got %d", sf, st.FanOut)
-		case st.FanOut > 1:
-			ws.fan = st.FanOut
-		}
-		switch st.ContextGrowth {
-		case "":
-		case "accumulate":
-			ws.accumulate = true
-		default:
-			return nil, fmt.Errorf("%s.context_growth: unknown value %q; valid: accumulate", sf, st.ContextGrowth)
-		}
-		switch st.Type {
-		case "llm_call":
-			if st.Tool != "" {
-				return nil, fmt.Errorf("%s.tool: only valid for tool_call steps", sf)
-			}
-			if st.InputDist == nil {
-				return nil, fmt.Errorf("%s.input_distribution: required for llm_call steps", sf)
-			}
-			if st.OutputDist == nil {
-				return nil, fmt.Errorf("%s.output_distribution: required for llm_call steps", sf)
-			}
-			var err error
-			if ws.in, err = newSampler(sf+".input_distribution", st.InputDist, baseDir); err != nil {
-				return nil, err
-			}
-			if ws.out, err = newSampler(sf+".output_distribution", st.OutputDist, baseDir); err != nil {
-				return nil, err
-			}
-		case "tool_call":
-			ws.tool = true
-			if st.InputDist != nil {
-				return nil, fmt.Errorf("%s.input_distribution: tool_call steps take no distributions (latency comes from tools)", sf)
-			}
-			if st.OutputDist != nil {
-				return nil, fmt.Errorf("%s.output_distribution: tool_call steps take no distributions (latency comes from tools)", sf)
-			}
-			if st.Tool == "" {
-				return nil, fmt.Errorf("%s.tool: required for tool_call steps", sf)
-			}
-			t, ok := a.Tools[st.Tool]
-			if !ok {
-				return nil, fmt.Errorf("%s.tool: unknown tool %q; defined: %s", sf, st.Tool, strings.Join(sortedKeys(a.Tools), ", "))
-			}
-			tf := fmt.Sprintf("%s.tools[%s]", f, st.Tool)
-			var err error
-			if ws.lat, err = newSampler(tf+".latency", &t.Latency, baseDir); err != nil {
-				return nil, err
-			}
-			if ws.tout, err = newSampler(tf+".output_tokens", &t.OutputTokens, baseDir); err != nil {
-				return nil, err
-			}
-		default:
-			return nil, fmt.Errorf("%s.type: unknown step type %q; valid: llm_call, tool_call", sf, st.Type)
+		ws, err := compileStep(f, a, st, baseDir)
+		if err != nil {
+			return nil, err
 		}
 		w.steps = append(w.steps, ws)
 	}
 	for _, name := range sortedKeys(a.Tools) {
-		used := false
-		for _, st := range a.Steps {
-			used = used || st.Tool == name
-		}
-		if !used {
+		if !slices.ContainsFunc(a.Steps, func(st StepSpec) bool { return st.Tool == name }) {
 			return nil, fmt.Errorf("%s.tools[%s]: defined but not used by any step", f, name)
 		}
 	}
+	pos, err := w.setLoop(f, a.Loop, index)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.link(f, a, index, pos); err != nil {
+		return nil, err
+	}
+	if err := w.findRoot(f); err != nil {
+		return nil, err
+	}
+	if a.Loop != nil {
+		if err := w.checkLoop(f, a, index, pos); err != nil {
+			return nil, err
+		}
+	}
+	w.countWaits()
+	return w, nil
+}
+
+// compileStep validates one step (rules 3, 4, 6, 7 and the step's own fields).
+func compileStep(f string, a *AgenticSpec, st *StepSpec, baseDir string) (wfStep, error) {
+	sf := fmt.Sprintf("%s.steps[%s]", f, st.ID)
+	ws := wfStep{id: st.ID, fan: 1}
+	switch {
+	case st.FanOut == 1 || st.FanOut < 0:
+		return ws, fmt.Errorf("%s.fan_out: must be >= 2 when given, got %d", sf, st.FanOut)
+	case st.FanOut > 1:
+		ws.fan = st.FanOut
+	}
+	switch st.ContextGrowth {
+	case "":
+	case "accumulate":
+		ws.accumulate = true
+	default:
+		return ws, fmt.Errorf("%s.context_growth: unknown value %q; valid: accumulate", sf, st.ContextGrowth)
+	}
+	switch st.Type {
+	case "llm_call":
+		if st.Tool != "" {
+			return ws, fmt.Errorf("%s.tool: only valid for tool_call steps", sf)
+		}
+		if st.InputDist == nil {
+			return ws, fmt.Errorf("%s.input_distribution: required for llm_call steps", sf)
+		}
+		if st.OutputDist == nil {
+			return ws, fmt.Errorf("%s.output_distribution: required for llm_call steps", sf)
+		}
+		var err error
+		if ws.in, err = newSampler(sf+".input_distribution", st.InputDist, baseDir); err != nil {
+			return ws, err
+		}
+		if ws.out, err = newSampler(sf+".output_distribution", st.OutputDist, baseDir); err != nil {
+			return ws, err
+		}
+	case "tool_call":
+		ws.tool = true
+		if st.InputDist != nil {
+			return ws, fmt.Errorf("%s.input_distribution: tool_call steps take no distributions (latency comes from tools)", sf)
+		}
+		if st.OutputDist != nil {
+			return ws, fmt.Errorf("%s.output_distribution: tool_call steps take no distributions (latency comes from tools)", sf)
+		}
+		if st.Tool == "" {
+			return ws, fmt.Errorf("%s.tool: required for tool_call steps", sf)
+		}
+		t, ok := a.Tools[st.Tool]
+		if !ok {
+			return ws, fmt.Errorf("%s.tool: unknown tool %q; defined: %s", sf, st.Tool, strings.Join(sortedKeys(a.Tools), ", "))
+		}
+		tf := fmt.Sprintf("%s.tools[%s]", f, st.Tool)
+		var err error
+		if ws.lat, err = newSampler(tf+".latency", &t.Latency, baseDir); err != nil {
+			return ws, err
+		}
+		if ws.tout, err = newSampler(tf+".output_tokens", &t.OutputTokens, baseDir); err != nil {
+			return ws, err
+		}
+	default:
+		return ws, fmt.Errorf("%s.type: unknown step type %q; valid: llm_call, tool_call", sf, st.Type)
+	}
+	return ws, nil
+}
+
+// setLoop records the loop body and returns every step's position in loop.over (-1 outside).
+func (w *workflow) setLoop(f string, loop *LoopSpec, index map[string]int) ([]int, error) {
 	pos := make([]int, len(w.steps)) // position in loop.over, -1 outside the loop
 	for i := range pos {
 		pos[i] = -1
 	}
-	if a.Loop != nil {
+	if loop != nil {
 		lf := f + ".loop"
-		if len(a.Loop.Over) == 0 {
+		if len(loop.Over) == 0 {
 			return nil, fmt.Errorf("%s.over: at least one step is required", lf)
 		}
-		if a.Loop.MaxIterations < 1 {
-			return nil, fmt.Errorf("%s.max_iterations: must be >= 1, got %d", lf, a.Loop.MaxIterations)
+		if loop.MaxIterations < 1 {
+			return nil, fmt.Errorf("%s.max_iterations: must be >= 1, got %d", lf, loop.MaxIterations)
 		}
-		w.maxIter = a.Loop.MaxIterations
-		if p := a.Loop.ContinueProbability; p != nil {
+		w.maxIter = loop.MaxIterations
+		if p := loop.ContinueProbability; p != nil {
 			if !(*p >= 0 && *p <= 1) {
 				return nil, fmt.Errorf("%s.continue_probability: must be in [0, 1], got %g", lf, *p)
 			}
 			w.cont = *p
 		}
-		for k, name := range a.Loop.Over {
+		for k, name := range loop.Over {
 			i, ok := index[name]
 			if !ok {
 				return nil, fmt.Errorf("%s.over[%d]: unknown step %q", lf, k, name)
@@ -203,21 +229,26 @@ func compileAgentic(field string, a *AgenticSpec, baseDir string) (*workflow, er
 			w.loopInst += w.steps[i].fan
 		}
 	}
+	return pos, nil
+}
+
+// link records the dependency edges, skipping loop-back edges.
+func (w *workflow) link(f string, a *AgenticSpec, index map[string]int, pos []int) error {
 	for i, st := range a.Steps {
 		sf := fmt.Sprintf("%s.steps[%s]", f, st.ID)
 		if w.steps[i].accumulate && !w.steps[i].inLoop {
-			return nil, fmt.Errorf("%s.context_growth: accumulate is only valid for steps inside loop.over", sf)
+			return fmt.Errorf("%s.context_growth: accumulate is only valid for steps inside loop.over", sf)
 		}
 		for _, d := range st.DependsOn {
 			p, ok := index[d]
 			if !ok {
-				return nil, fmt.Errorf("%s.depends_on: unknown step %q", sf, d)
+				return fmt.Errorf("%s.depends_on: unknown step %q", sf, d)
 			}
 			if p == i {
-				return nil, fmt.Errorf("%s.depends_on: a step cannot depend on itself", sf)
+				return fmt.Errorf("%s.depends_on: a step cannot depend on itself", sf)
 			}
 			if slices.Contains(w.steps[i].parents, p) {
-				return nil, fmt.Errorf("%s.depends_on: %q listed twice", sf, d)
+				return fmt.Errorf("%s.depends_on: %q listed twice", sf, d)
 			}
 			if pos[p] >= 0 && pos[i] >= 0 && pos[p] >= pos[i] {
 				continue // loop-back edge: the next iteration, not a dependency within one
@@ -226,6 +257,11 @@ func compileAgentic(field string, a *AgenticSpec, baseDir string) (*workflow, er
 			w.steps[p].children = append(w.steps[p].children, i)
 		}
 	}
+	return nil
+}
+
+// findRoot checks rules 1 (acyclic) and 2 (one root, an llm_call) and records the root.
+func (w *workflow) findRoot(f string) error {
 	// Rule 1: acyclic (Kahn's algorithm over the non-loop-back edges).
 	indeg := make([]int, len(w.steps))
 	for i := range w.steps {
@@ -256,7 +292,7 @@ func compileAgentic(field string, a *AgenticSpec, baseDir string) (*workflow, er
 				cyc = append(cyc, w.steps[i].id)
 			}
 		}
-		return nil, fmt.Errorf("%s.steps: depends_on forms a cycle through %s", f, strings.Join(cyc, ", "))
+		return fmt.Errorf("%s.steps: depends_on forms a cycle through %s", f, strings.Join(cyc, ", "))
 	}
 	// Rule 2: exactly one root.
 	if len(roots) != 1 {
@@ -264,17 +300,18 @@ func compileAgentic(field string, a *AgenticSpec, baseDir string) (*workflow, er
 		for _, r := range roots {
 			names = append(names, w.steps[r].id)
 		}
-		return nil, fmt.Errorf("%s.steps: exactly one root step (without depends_on) is required, found %d: %s", f, len(roots), strings.Join(names, ", "))
+		return fmt.Errorf("%s.steps: exactly one root step (without depends_on) is required, found %d: %s", f, len(roots), strings.Join(names, ", "))
 	}
 	w.root = roots[0]
 	if w.steps[w.root].tool {
-		return nil, fmt.Errorf("%s.steps[%s].type: the root step must be an llm_call (a session starts with a request)", f, w.steps[w.root].id)
+		return fmt.Errorf("%s.steps[%s].type: the root step must be an llm_call (a session starts with a request)", f, w.steps[w.root].id)
 	}
-	if a.Loop != nil {
-		if err := w.checkLoop(f, a, index, pos); err != nil {
-			return nil, err
-		}
-	}
+	return nil
+}
+
+// countWaits computes how many parent instance completions each step awaits, the loop's
+// entry steps and the most LLM requests a session can issue.
+func (w *workflow) countWaits() {
 	// Parent instance counts: within an iteration, every instance of a parent counts; a step
 	// after the loop counts each loop parent once (the loop's end); later iterations of a loop
 	// step only wait for parents inside the loop.
@@ -303,7 +340,6 @@ func compileAgentic(field string, a *AgenticSpec, baseDir string) (*workflow, er
 			w.perSession += n
 		}
 	}
-	return w, nil
 }
 
 // checkLoop enforces rule 5 (the loop body is connected) and that no loop step depends on a

@@ -124,7 +124,7 @@ func (run *agRun) checkInvariants(t *testing.T) {
 	for sess := range lastEnd {
 		complete := true
 		for i, s := range w.steps {
-			if len(s.children) == 0 && !(s.inLoop && len(w.loop) > 0 && hasPostLoop(w)) {
+			if len(s.children) == 0 && (!s.inLoop || !hasPostLoop(w)) {
 				if _, ok := allEnd(sess, i, iterOf(w, i, maxIter[sess])); !ok {
 					complete = false
 				}

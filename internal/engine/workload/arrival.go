@@ -41,7 +41,7 @@ type ArrivalSpec struct {
 }
 
 // ArrivalProcesses lists the valid arrival process names.
-var ArrivalProcesses = []string{"poisson", "gamma", "weibull", "constant", "bursty", "diurnal", "periodic", "adversarial"}
+var ArrivalProcesses = []string{processPoisson, "gamma", "weibull", processConstant, "bursty", "diurnal", "periodic", "adversarial"}
 
 // process yields successive inter-arrival gaps in operational time, in units of the mean gap
 // (so every process has mean gap 1; the client's rate and rate profile scale it to time).
@@ -151,119 +151,35 @@ func (b *burstProc) gap(*rand.Rand) float64 {
 	return 0
 }
 
+// Names used in several places.
+const (
+	processPoisson  = "poisson"
+	processConstant = "constant"
+)
+
 // newProcess validates a and returns its process and any rate factor the pattern implies
 // (bursty spikes, diurnal sinusoid). field names the spec location for errors.
 func newProcess(field string, a *ArrivalSpec) (process, factor, error) {
-	name := a.Process
-	if name == "" {
-		return nil, nil, fmt.Errorf("%s.process: required; valid: %s", field, strings.Join(ArrivalProcesses, ", "))
+	if err := checkArrivalKeys(field, a); err != nil {
+		return nil, nil, err
 	}
-	if a.Scale != nil {
-		return nil, nil, fmt.Errorf("%s.scale: not supported: the client's rate sets the scale of the gaps; use cv or shape", field)
-	}
-	cvOnly := func() error {
-		if a.CV != nil || a.Shape != nil {
-			return fmt.Errorf("%s: cv and shape only apply to gamma and weibull processes, not %s", field, name)
-		}
-		return nil
-	}
-	switch name {
-	case "poisson", "constant", "bursty", "diurnal", "periodic", "adversarial":
-		if err := cvOnly(); err != nil {
-			return nil, nil, err
-		}
-	}
-	if name != "bursty" && (a.SpikeIntervalUs != 0 || a.SpikeDurationUs != 0 || a.SpikeMultiplier != 0) {
-		return nil, nil, fmt.Errorf("%s: spike_* keys only apply to the bursty process", field)
-	}
-	if name != "diurnal" && (a.PeriodUs != 0 || a.PeakToTroughRatio != 0 || a.PeakUs != nil) {
-		return nil, nil, fmt.Errorf("%s: period_us, peak_to_trough_ratio and peak_us only apply to the diurnal process", field)
-	}
-	if name != "periodic" && a.Jitter != nil {
-		return nil, nil, fmt.Errorf("%s.jitter: only applies to the periodic process", field)
-	}
-	if name != "adversarial" && a.BurstSize != 0 {
-		return nil, nil, fmt.Errorf("%s.burst_size: only applies to the adversarial process", field)
-	}
-	switch name {
-	case "poisson":
+	switch a.Process {
+	case processPoisson:
 		return poissonProc{}, nil, nil
-	case "constant":
+	case processConstant:
 		return constantProc{}, nil, nil
 	case "gamma":
-		k := 1.0
-		switch {
-		case a.CV != nil && a.Shape != nil:
-			return nil, nil, fmt.Errorf("%s: give cv or shape, not both", field)
-		case a.CV != nil:
-			if !(*a.CV > 0) || math.IsInf(*a.CV, 0) {
-				return nil, nil, fmt.Errorf("%s.cv: must be a finite number > 0, got %g", field, *a.CV)
-			}
-			k = 1 / (*a.CV * *a.CV)
-		case a.Shape != nil:
-			if !(*a.Shape > 0) || math.IsInf(*a.Shape, 0) {
-				return nil, nil, fmt.Errorf("%s.shape: must be a finite number > 0, got %g", field, *a.Shape)
-			}
-			k = *a.Shape
-		}
-		return gammaProc{k: k}, nil, nil
+		k, err := shapeFrom(field, a, func(cv float64) float64 { return 1 / (cv * cv) }, 0, math.Inf(1))
+		return gammaProc{k: k}, nil, err
 	case "weibull":
-		k := 1.0
-		switch {
-		case a.CV != nil && a.Shape != nil:
-			return nil, nil, fmt.Errorf("%s: give cv or shape, not both", field)
-		case a.CV != nil:
-			if *a.CV < 0.01 || *a.CV > 10.4 || math.IsNaN(*a.CV) {
-				return nil, nil, fmt.Errorf("%s.cv: must be in [0.01, 10.4] for weibull, got %g", field, *a.CV)
-			}
-			k = weibullShapeForCV(*a.CV)
-		case a.Shape != nil:
-			if !(*a.Shape >= 0.05) || *a.Shape > 200 {
-				return nil, nil, fmt.Errorf("%s.shape: must be in [0.05, 200], got %g", field, *a.Shape)
-			}
-			k = *a.Shape
-		}
-		return newWeibull(k), nil, nil
+		k, err := shapeFrom(field, a, weibullShapeForCV, 0.05, 200)
+		return newWeibull(k), nil, err
 	case "bursty":
-		f := &spikeFactor{period: 60e6, dur: 5e6, mult: 10}
-		if a.SpikeIntervalUs != 0 {
-			f.period = float64(a.SpikeIntervalUs)
-		}
-		if a.SpikeDurationUs != 0 {
-			f.dur = float64(a.SpikeDurationUs)
-		}
-		if a.SpikeMultiplier != 0 {
-			f.mult = a.SpikeMultiplier
-		}
-		switch {
-		case f.period <= 0:
-			return nil, nil, fmt.Errorf("%s.spike_interval_us: must be > 0", field)
-		case f.dur <= 0 || f.dur > f.period:
-			return nil, nil, fmt.Errorf("%s.spike_duration_us: must be in (0, spike_interval_us]", field)
-		case !(f.mult > 0) || math.IsInf(f.mult, 0):
-			return nil, nil, fmt.Errorf("%s.spike_multiplier: must be a finite number > 0", field)
-		}
-		return poissonProc{}, f, nil
+		f, err := burstyFrom(field, a)
+		return poissonProc{}, f, err
 	case "diurnal":
-		period := float64(86_400e6)
-		if a.PeriodUs != 0 {
-			period = float64(a.PeriodUs)
-		}
-		ratio := 10.0
-		if a.PeakToTroughRatio != 0 {
-			ratio = a.PeakToTroughRatio
-		}
-		peak := period / 2
-		if a.PeakUs != nil {
-			peak = float64(*a.PeakUs)
-		}
-		switch {
-		case period <= 0:
-			return nil, nil, fmt.Errorf("%s.period_us: must be > 0", field)
-		case !(ratio >= 1) || math.IsInf(ratio, 0):
-			return nil, nil, fmt.Errorf("%s.peak_to_trough_ratio: must be a finite number >= 1, got %g", field, ratio)
-		}
-		return poissonProc{}, newDiurnal(period, ratio, peak), nil
+		f, err := diurnalFrom(field, a)
+		return poissonProc{}, f, err
 	case "periodic":
 		j := 0.1
 		if a.Jitter != nil {
@@ -283,7 +199,98 @@ func newProcess(field string, a *ArrivalSpec) (process, factor, error) {
 		}
 		return &burstProc{n: n}, nil, nil
 	}
-	return nil, nil, fmt.Errorf("%s.process: unknown arrival process %q; valid: %s", field, name, strings.Join(ArrivalProcesses, ", "))
+	return nil, nil, fmt.Errorf("%s.process: unknown arrival process %q; valid: %s", field, a.Process, strings.Join(ArrivalProcesses, ", "))
+}
+
+// checkArrivalKeys rejects keys that do not apply to the chosen process.
+func checkArrivalKeys(field string, a *ArrivalSpec) error {
+	name := a.Process
+	switch {
+	case name == "":
+		return fmt.Errorf("%s.process: required; valid: %s", field, strings.Join(ArrivalProcesses, ", "))
+	case a.Scale != nil:
+		return fmt.Errorf("%s.scale: not supported: the client's rate sets the scale of the gaps; use cv or shape", field)
+	case name != "gamma" && name != "weibull" && (a.CV != nil || a.Shape != nil):
+		return fmt.Errorf("%s: cv and shape only apply to gamma and weibull processes, not %s", field, name)
+	case a.CV != nil && a.Shape != nil:
+		return fmt.Errorf("%s: give cv or shape, not both", field)
+	case name != "bursty" && (a.SpikeIntervalUs != 0 || a.SpikeDurationUs != 0 || a.SpikeMultiplier != 0):
+		return fmt.Errorf("%s: spike_* keys only apply to the bursty process", field)
+	case name != "diurnal" && (a.PeriodUs != 0 || a.PeakToTroughRatio != 0 || a.PeakUs != nil):
+		return fmt.Errorf("%s: period_us, peak_to_trough_ratio and peak_us only apply to the diurnal process", field)
+	case name != "periodic" && a.Jitter != nil:
+		return fmt.Errorf("%s.jitter: only applies to the periodic process", field)
+	case name != "adversarial" && a.BurstSize != 0:
+		return fmt.Errorf("%s.burst_size: only applies to the adversarial process", field)
+	}
+	return nil
+}
+
+// shapeFrom returns the shape given directly (within [lo, hi]) or derived from cv; 1 (the
+// exponential case) when neither is set.
+func shapeFrom(field string, a *ArrivalSpec, fromCV func(float64) float64, lo, hi float64) (float64, error) {
+	switch {
+	case a.CV != nil:
+		cv := *a.CV
+		if a.Process == "weibull" && (cv < 0.01 || cv > 10.4 || math.IsNaN(cv)) {
+			return 0, fmt.Errorf("%s.cv: must be in [0.01, 10.4] for weibull, got %g", field, cv)
+		}
+		if !(cv > 0) || math.IsInf(cv, 0) {
+			return 0, fmt.Errorf("%s.cv: must be a finite number > 0, got %g", field, cv)
+		}
+		return fromCV(cv), nil
+	case a.Shape != nil:
+		k := *a.Shape
+		if !(k > lo) || k > hi || math.IsInf(k, 0) {
+			return 0, fmt.Errorf("%s.shape: must be a finite number in (%g, %g], got %g", field, lo, hi, k)
+		}
+		return k, nil
+	}
+	return 1, nil
+}
+
+func burstyFrom(field string, a *ArrivalSpec) (factor, error) {
+	f := &spikeFactor{period: 60e6, dur: 5e6, mult: 10}
+	if a.SpikeIntervalUs != 0 {
+		f.period = float64(a.SpikeIntervalUs)
+	}
+	if a.SpikeDurationUs != 0 {
+		f.dur = float64(a.SpikeDurationUs)
+	}
+	if a.SpikeMultiplier != 0 {
+		f.mult = a.SpikeMultiplier
+	}
+	switch {
+	case f.period <= 0:
+		return nil, fmt.Errorf("%s.spike_interval_us: must be > 0", field)
+	case f.dur <= 0 || f.dur > f.period:
+		return nil, fmt.Errorf("%s.spike_duration_us: must be in (0, spike_interval_us]", field)
+	case !(f.mult > 0) || math.IsInf(f.mult, 0):
+		return nil, fmt.Errorf("%s.spike_multiplier: must be a finite number > 0", field)
+	}
+	return f, nil
+}
+
+func diurnalFrom(field string, a *ArrivalSpec) (factor, error) {
+	period := float64(86_400e6)
+	if a.PeriodUs != 0 {
+		period = float64(a.PeriodUs)
+	}
+	ratio := 10.0
+	if a.PeakToTroughRatio != 0 {
+		ratio = a.PeakToTroughRatio
+	}
+	peak := period / 2
+	if a.PeakUs != nil {
+		peak = float64(*a.PeakUs)
+	}
+	switch {
+	case period <= 0:
+		return nil, fmt.Errorf("%s.period_us: must be > 0", field)
+	case !(ratio >= 1) || math.IsInf(ratio, 0):
+		return nil, fmt.Errorf("%s.peak_to_trough_ratio: must be a finite number >= 1, got %g", field, ratio)
+	}
+	return newDiurnal(period, ratio, peak), nil
 }
 
 // factor is a rate multiplier m(t) >= 0 that is constant on [t, until). Smooth shapes are

@@ -354,29 +354,8 @@ func overlaps(a, b *ClientSpec) bool {
 
 func (s *Spec) buildClient(m *member, base float64, groupLen map[string]int32, seed int64, tb *tableBuilder) (*clientGen, error) {
 	c, f := &m.c, m.field
-	if c.SLOClass != "" && !oneOf(c.SLOClass, SLOClasses) {
-		return nil, fmt.Errorf("%s.slo_class: unknown SLO class %q; valid: %s", f, c.SLOClass, strings.Join(SLOClasses, ", "))
-	}
-	if c.Concurrency < 0 {
-		return nil, fmt.Errorf("%s.concurrency: must be >= 0, got %d", f, c.Concurrency)
-	}
-	if c.ThinkTimeUs < 0 {
-		return nil, fmt.Errorf("%s.think_time_us: must be >= 0, got %d", f, c.ThinkTimeUs)
-	}
-	if c.ThinkTimeUs > 0 && c.Concurrency == 0 {
-		return nil, fmt.Errorf("%s.think_time_us: only applies to concurrency clients (multi-turn sessions use reasoning.multi_turn.think_time_us)", f)
-	}
-	if c.PrefixLength < 0 || c.PrefixLength > maxTokens {
-		return nil, fmt.Errorf("%s.prefix_length: must be in [0, %d], got %d", f, maxTokens, c.PrefixLength)
-	}
-	if c.PrefixLength > 0 && c.PrefixGroup == "" {
-		return nil, fmt.Errorf("%s.prefix_length: requires prefix_group (the group names the shared content)", f)
-	}
-	if c.SLOTargetUs < 0 {
-		return nil, fmt.Errorf("%s.slo_target_us: must be >= 0, got %d", f, c.SLOTargetUs)
-	}
-	if c.Network != nil && (c.Network.RTTMs < 0 || c.Network.BandwidthMbps < 0) {
-		return nil, fmt.Errorf("%s.network: rtt_ms and bandwidth_mbps must be >= 0", f)
+	if err := checkClient(c, f); err != nil {
+		return nil, err
 	}
 	g := &clientGen{name: c.ID}
 	g.rng, g.fol = clientStream(seed, c.ID)
@@ -384,7 +363,7 @@ func (s *Spec) buildClient(m *member, base float64, groupLen map[string]int32, s
 	g.tenant = tb.add(&tb.t.Tenants, "t", c.TenantID)
 	class := c.SLOClass
 	if class == "" {
-		class = "standard"
+		class = classStandard
 	}
 	g.cl = tb.add(&tb.t.SLOClasses, "s", class)
 	if c.Timeout != nil {
@@ -405,63 +384,111 @@ func (s *Spec) buildClient(m *member, base float64, groupLen map[string]int32, s
 		g.prefix = Segment{Key: PrefixKey(c.PrefixGroup), Length: n}
 	}
 
-	// What the client sends.
-	var in, out *sampler
-	var err error
+	in, out, err := s.setContent(g, c, f)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.setTurns(g, c, f); err != nil {
+		return nil, err
+	}
+	if err := s.setPhases(g, m, base, in, out); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// checkClient validates the client's scalar fields.
+func checkClient(c *ClientSpec, f string) error {
+	if c.SLOClass != "" && !oneOf(c.SLOClass, SLOClasses) {
+		return fmt.Errorf("%s.slo_class: unknown SLO class %q; valid: %s", f, c.SLOClass, strings.Join(SLOClasses, ", "))
+	}
+	if c.Concurrency < 0 {
+		return fmt.Errorf("%s.concurrency: must be >= 0, got %d", f, c.Concurrency)
+	}
+	if c.ThinkTimeUs < 0 {
+		return fmt.Errorf("%s.think_time_us: must be >= 0, got %d", f, c.ThinkTimeUs)
+	}
+	if c.ThinkTimeUs > 0 && c.Concurrency == 0 {
+		return fmt.Errorf("%s.think_time_us: only applies to concurrency clients (multi-turn sessions use reasoning.multi_turn.think_time_us)", f)
+	}
+	if c.PrefixLength < 0 || c.PrefixLength > maxTokens {
+		return fmt.Errorf("%s.prefix_length: must be in [0, %d], got %d", f, maxTokens, c.PrefixLength)
+	}
+	if c.PrefixLength > 0 && c.PrefixGroup == "" {
+		return fmt.Errorf("%s.prefix_length: requires prefix_group (the group names the shared content)", f)
+	}
+	if c.SLOTargetUs < 0 {
+		return fmt.Errorf("%s.slo_target_us: must be >= 0, got %d", f, c.SLOTargetUs)
+	}
+	if c.Network != nil && (c.Network.RTTMs < 0 || c.Network.BandwidthMbps < 0) {
+		return fmt.Errorf("%s.network: rtt_ms and bandwidth_mbps must be >= 0", f)
+	}
+	return nil
+}
+
+// setContent configures what the client sends: an agentic workflow, a multimodal mix or
+// plain length distributions. It returns the client's input and output samplers.
+func (s *Spec) setContent(g *clientGen, c *ClientSpec, f string) (in, out *sampler, err error) {
 	switch {
 	case c.Agentic != nil:
 		if c.Reasoning != nil {
-			return nil, fmt.Errorf("%s.agentic: cannot be combined with reasoning", f)
+			return nil, nil, fmt.Errorf("%s.agentic: cannot be combined with reasoning", f)
 		}
 		if c.Multimodal != nil {
-			return nil, fmt.Errorf("%s.agentic: cannot be combined with multimodal", f)
+			return nil, nil, fmt.Errorf("%s.agentic: cannot be combined with multimodal", f)
 		}
 		if c.Concurrency > 0 {
-			return nil, fmt.Errorf("%s.agentic: cannot be combined with concurrency", f)
+			return nil, nil, fmt.Errorf("%s.agentic: cannot be combined with concurrency", f)
 		}
 		if c.InputDist != nil || c.OutputDist != nil {
-			return nil, fmt.Errorf("%s.input_distribution: agentic clients take their distributions from their steps", f)
+			return nil, nil, fmt.Errorf("%s.input_distribution: agentic clients take their distributions from their steps", f)
 		}
 		if g.agentic, err = compileAgentic(f, c.Agentic, s.baseDir); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	default:
 		if c.Multimodal != nil {
 			if c.InputDist != nil {
-				return nil, fmt.Errorf("%s.input_distribution: multimodal clients compose their prompt from multimodal.text_distribution and the media distributions", f)
+				return nil, nil, fmt.Errorf("%s.input_distribution: multimodal clients compose their prompt from multimodal.text_distribution and the media distributions", f)
 			}
 			if g.mm, err = buildMediaMix(f+".multimodal", c.Multimodal, s.baseDir); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		} else if in, err = newSampler(f+".input_distribution", c.InputDist, s.baseDir); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if out, err = newSampler(f+".output_distribution", c.OutputDist, s.baseDir); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
+	return in, out, nil
+}
+
+// setTurns configures reasoning and multi-turn conversations.
+func (s *Spec) setTurns(g *clientGen, c *ClientSpec, f string) error {
+	var err error
 	if r := c.Reasoning; r != nil {
 		if r.ReasonRatioDist != nil {
 			if g.reason, err = newSampler(f+".reasoning.reason_ratio_distribution", r.ReasonRatioDist, s.baseDir); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		if mt := r.MultiTurn; mt != nil {
 			mf := f + ".reasoning.multi_turn"
 			if mt.MaxRounds < 1 && !mt.SingleSession {
-				return nil, fmt.Errorf("%s.max_rounds: must be >= 1, got %d", mf, mt.MaxRounds)
+				return fmt.Errorf("%s.max_rounds: must be >= 1, got %d", mf, mt.MaxRounds)
 			}
 			if mt.MaxRounds < 0 {
-				return nil, fmt.Errorf("%s.max_rounds: must be >= 0, got %d", mf, mt.MaxRounds)
+				return fmt.Errorf("%s.max_rounds: must be >= 0, got %d", mf, mt.MaxRounds)
 			}
 			if mt.ThinkTimeUs < 0 {
-				return nil, fmt.Errorf("%s.think_time_us: must be >= 0, got %d", mf, mt.ThinkTimeUs)
+				return fmt.Errorf("%s.think_time_us: must be >= 0, got %d", mf, mt.ThinkTimeUs)
 			}
 			if mt.ContextGrowth != "" && mt.ContextGrowth != "accumulate" {
-				return nil, fmt.Errorf("%s.context_growth: unknown value %q; valid: accumulate", mf, mt.ContextGrowth)
+				return fmt.Errorf("%s.context_growth: unknown value %q; valid: accumulate", mf, mt.ContextGrowth)
 			}
 			if c.Concurrency > 0 {
-				return nil, fmt.Errorf("%s: multi-turn sessions cannot be combined with concurrency", mf)
+				return fmt.Errorf("%s: multi-turn sessions cannot be combined with concurrency", mf)
 			}
 			g.mt = &multiTurn{maxRounds: int32(mt.MaxRounds), think: mt.ThinkTimeUs,
 				accumulate: mt.ContextGrowth == "accumulate", single: mt.SingleSession,
@@ -469,24 +496,29 @@ func (s *Spec) buildClient(m *member, base float64, groupLen map[string]int32, s
 		}
 	}
 	if c.ClosedLoop != nil && g.mt == nil {
-		return nil, fmt.Errorf("%s.closed_loop: only applies to multi-turn clients", f)
+		return fmt.Errorf("%s.closed_loop: only applies to multi-turn clients", f)
 	}
+	return nil
+}
 
-	// When it sends.
+// setPhases configures when the client sends: closed-loop users, or its arrival process,
+// rate profile and lifecycle windows.
+func (s *Spec) setPhases(g *clientGen, m *member, base float64, in, out *sampler) error {
+	c, f := &m.c, m.field
 	if c.Concurrency > 0 {
 		if c.Lifecycle != nil {
-			return nil, fmt.Errorf("%s.lifecycle: concurrency clients run from time 0 and take no windows", f)
+			return fmt.Errorf("%s.lifecycle: concurrency clients run from time 0 and take no windows", f)
 		}
 		if c.Arrival.Process != "" {
-			return nil, fmt.Errorf("%s.arrival: concurrency clients are closed loop and take no arrival process", f)
+			return fmt.Errorf("%s.arrival: concurrency clients are closed loop and take no arrival process", f)
 		}
 		g.conc, g.think = c.Concurrency, c.ThinkTimeUs
 		g.phases = []phase{{end: math.Inf(1), in: in, out: out}}
-		return g, nil
+		return nil
 	}
 	proc, pf, err := newProcess(f+".arrival", &c.Arrival)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	prof := append(profile(nil), m.factors...)
 	if pf != nil {
@@ -498,25 +530,25 @@ func (s *Spec) buildClient(m *member, base float64, groupLen map[string]int32, s
 	}
 	if c.Lifecycle == nil || len(c.Lifecycle.Windows) == 0 {
 		if c.Lifecycle != nil {
-			return nil, fmt.Errorf("%s.lifecycle.windows: at least one window is required", f)
+			return fmt.Errorf("%s.lifecycle.windows: at least one window is required", f)
 		}
 		g.phases = []phase{{end: math.Inf(1), rate: base, proc: proc, prof: prof, in: in, out: out}}
-		return g, nil
+		return nil
 	}
 	prevEnd := int64(math.MinInt64)
 	for k, w := range c.Lifecycle.Windows {
 		wf := fmt.Sprintf("%s.lifecycle.windows[%d]", f, k)
 		if w.StartUs < 0 || w.EndUs <= w.StartUs {
-			return nil, fmt.Errorf("%s: need 0 <= start_us < end_us, got [%d, %d)", wf, w.StartUs, w.EndUs)
+			return fmt.Errorf("%s: need 0 <= start_us < end_us, got [%d, %d)", wf, w.StartUs, w.EndUs)
 		}
 		if w.StartUs < prevEnd {
-			return nil, fmt.Errorf("%s.start_us: windows must be in time order without overlap", wf)
+			return fmt.Errorf("%s.start_us: windows must be in time order without overlap", wf)
 		}
 		prevEnd = w.EndUs
 		ph := phase{start: float64(w.StartUs), end: float64(w.EndUs), rate: base, proc: proc, prof: prof, in: in, out: out}
 		if w.TraceRate != nil {
 			if !(*w.TraceRate >= 0) || math.IsInf(*w.TraceRate, 0) {
-				return nil, fmt.Errorf("%s.trace_rate: must be a finite number >= 0, got %g", wf, *w.TraceRate)
+				return fmt.Errorf("%s.trace_rate: must be a finite number >= 0, got %g", wf, *w.TraceRate)
 			}
 			ph.rate = *w.TraceRate
 		}
@@ -527,7 +559,7 @@ func (s *Spec) buildClient(m *member, base float64, groupLen map[string]int32, s
 		}
 		wp, wfac, err := newProcess(wf+".arrival", a)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		ph.proc = wp
 		ph.prof = append(profile(nil), m.factors...)
@@ -536,23 +568,23 @@ func (s *Spec) buildClient(m *member, base float64, groupLen map[string]int32, s
 		}
 		if w.InputDist != nil {
 			if g.mm != nil || g.agentic != nil {
-				return nil, fmt.Errorf("%s.input_distribution: not valid for multimodal or agentic clients", wf)
+				return fmt.Errorf("%s.input_distribution: not valid for multimodal or agentic clients", wf)
 			}
 			if ph.in, err = newSampler(wf+".input_distribution", w.InputDist, s.baseDir); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		if w.OutputDist != nil {
 			if g.agentic != nil {
-				return nil, fmt.Errorf("%s.output_distribution: not valid for agentic clients", wf)
+				return fmt.Errorf("%s.output_distribution: not valid for agentic clients", wf)
 			}
 			if ph.out, err = newSampler(wf+".output_distribution", w.OutputDist, s.baseDir); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		g.phases = append(g.phases, ph)
 	}
-	return g, nil
+	return nil
 }
 
 func buildMediaMix(f string, m *MultimodalSpec, baseDir string) (*mediaMix, error) {

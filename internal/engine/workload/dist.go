@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -122,32 +123,55 @@ func (s *sampler) micros(r *rand.Rand) int64 {
 	return int64(v)
 }
 
-// mean returns the distribution's mean before clamping, used for sanity checks in tests and
-// for estimating per-session request counts.
-func (s *sampler) approxMean() float64 {
-	switch s.kind {
-	case distGaussian:
-		return s.mean
-	case distExponential:
-		return s.mean
-	case distLognormal:
-		return math.Exp(s.mu + s.sigma*s.sigma/2)
-	case distConstant:
-		return s.value
-	case distParetoLognormal:
-		pm := math.Inf(1)
-		if s.alpha > 1 {
-			pm = s.alpha * s.xm / (s.alpha - 1)
+// distKindSpec describes one distribution type: its parameters and how to read them.
+type distKindSpec struct {
+	kind     distKind
+	required []string
+	optional []string
+	read     func(s *sampler, p map[string]float64) (badParam string, why string)
+}
+
+// distKinds is indexed by type name (lookup only).
+var distKinds = map[string]distKindSpec{
+	"gaussian": {distGaussian, []string{"mean", "std_dev", "min", "max"}, nil, func(s *sampler, p map[string]float64) (string, string) {
+		s.mean, s.std = p["mean"], p["std_dev"]
+		if s.std < 0 {
+			return "std_dev", "must be >= 0"
 		}
-		return s.mix*pm + (1-s.mix)*math.Exp(s.mu+s.sigma*s.sigma/2)
-	default:
-		m, prev := 0.0, 0.0
-		for i, c := range s.cdf {
-			m += (c - prev) * s.values[i]
-			prev = c
+		return "", ""
+	}},
+	"exponential": {distExponential, []string{"mean"}, []string{"min", "max"}, func(s *sampler, p map[string]float64) (string, string) {
+		s.mean = p["mean"]
+		if s.mean <= 0 {
+			return "mean", "must be > 0"
 		}
-		return m
-	}
+		return "", ""
+	}},
+	"pareto_lognormal": {distParetoLognormal, []string{"alpha", "xm", "mu", "sigma", "mix_weight"}, []string{"min", "max"}, func(s *sampler, p map[string]float64) (string, string) {
+		s.alpha, s.xm, s.mu, s.sigma, s.mix = p["alpha"], p["xm"], p["mu"], p["sigma"], p["mix_weight"]
+		switch {
+		case s.alpha <= 0:
+			return "alpha", "must be > 0"
+		case s.xm <= 0:
+			return "xm", "must be > 0"
+		case s.sigma < 0:
+			return "sigma", "must be >= 0"
+		case s.mix < 0 || s.mix > 1:
+			return "mix_weight", "must be in [0, 1]"
+		}
+		return "", ""
+	}},
+	"lognormal": {distLognormal, []string{"mu", "sigma"}, []string{"min", "max"}, func(s *sampler, p map[string]float64) (string, string) {
+		s.mu, s.sigma = p["mu"], p["sigma"]
+		if s.sigma < 0 {
+			return "sigma", "must be >= 0"
+		}
+		return "", ""
+	}},
+	"constant": {distConstant, []string{"value"}, nil, func(s *sampler, p map[string]float64) (string, string) {
+		s.value = p["value"]
+		return "", ""
+	}},
 }
 
 // newSampler validates d and builds its sampler. field names the spec location for errors,
@@ -162,148 +186,70 @@ func newSampler(field string, d *DistSpec, baseDir string) (*sampler, error) {
 			return nil, fmt.Errorf("%s.params.%s: must be a finite number", field, k)
 		}
 	}
-	need := func(keys ...string) error {
-		for _, k := range keys {
-			if _, ok := p[k]; !ok {
-				return fmt.Errorf("%s.params.%s: required for type %s", field, k, d.Type)
-			}
-		}
-		return nil
+	if d.Type == "empirical" {
+		return newEmpirical(field, d, baseDir)
 	}
-	allow := func(keys ...string) error {
-		for _, k := range sortedKeys(p) {
-			ok := false
-			for _, a := range keys {
-				ok = ok || a == k
-			}
-			if !ok {
-				return fmt.Errorf("%s.params.%s: unknown parameter for type %s; valid: %s", field, k, d.Type, strings.Join(keys, ", "))
-			}
-		}
-		return nil
+	ks, ok := distKinds[d.Type]
+	if !ok {
+		return nil, fmt.Errorf("%s.type: unknown distribution %q; valid: %s", field, d.Type, strings.Join(DistTypes, ", "))
 	}
-	bounds := func(s *sampler) error {
-		if v, ok := p["min"]; ok {
-			s.lo, s.hasLo = v, true
-		}
-		if v, ok := p["max"]; ok {
-			s.hi, s.hasHi = v, true
-		}
-		if s.hasLo && s.hasHi && s.lo > s.hi {
-			return fmt.Errorf("%s.params.min: %g is greater than max %g", field, s.lo, s.hi)
-		}
-		return nil
-	}
-	if d.File != "" && d.Type != "empirical" {
+	if d.File != "" {
 		return nil, fmt.Errorf("%s.file: only valid for type empirical", field)
 	}
-	s := &sampler{}
-	switch d.Type {
-	case "gaussian":
-		s.kind = distGaussian
-		if err := allow("mean", "std_dev", "min", "max"); err != nil {
-			return nil, err
+	valid := append(append([]string(nil), ks.required...), ks.optional...)
+	for _, k := range sortedKeys(p) {
+		if !slices.Contains(valid, k) {
+			return nil, fmt.Errorf("%s.params.%s: unknown parameter for type %s; valid: %s", field, k, d.Type, strings.Join(valid, ", "))
 		}
-		if err := need("mean", "std_dev", "min", "max"); err != nil {
-			return nil, err
+	}
+	for _, k := range ks.required {
+		if _, ok := p[k]; !ok {
+			return nil, fmt.Errorf("%s.params.%s: required for type %s", field, k, d.Type)
 		}
-		s.mean, s.std = p["mean"], p["std_dev"]
-		if s.std < 0 {
-			return nil, fmt.Errorf("%s.params.std_dev: must be >= 0, got %g", field, s.std)
+	}
+	s := &sampler{kind: ks.kind}
+	if bad, why := ks.read(s, p); bad != "" {
+		return nil, fmt.Errorf("%s.params.%s: %s, got %g", field, bad, why, p[bad])
+	}
+	if v, ok := p["min"]; ok {
+		s.lo, s.hasLo = v, true
+	}
+	if v, ok := p["max"]; ok {
+		s.hi, s.hasHi = v, true
+	}
+	if s.hasLo && s.hasHi && s.lo > s.hi {
+		return nil, fmt.Errorf("%s.params.min: %g is greater than max %g", field, s.lo, s.hi)
+	}
+	return s, nil
+}
+
+// newEmpirical builds an empirical sampler from a file or inline value: weight params.
+func newEmpirical(field string, d *DistSpec, baseDir string) (*sampler, error) {
+	s := &sampler{kind: distEmpirical}
+	var pairs [][2]float64
+	if d.File != "" {
+		if len(d.Params) > 0 {
+			return nil, fmt.Errorf("%s: give either file or inline params for an empirical distribution, not both", field)
 		}
-		if err := bounds(s); err != nil {
-			return nil, err
+		path := d.File
+		if !filepath.IsAbs(path) && baseDir != "" {
+			path = filepath.Join(baseDir, path)
 		}
-	case "exponential":
-		s.kind = distExponential
-		if err := allow("mean", "min", "max"); err != nil {
-			return nil, err
+		var err error
+		if pairs, err = readEmpirical(path); err != nil {
+			return nil, fmt.Errorf("%s.file: %w", field, err)
 		}
-		if err := need("mean"); err != nil {
-			return nil, err
-		}
-		s.mean = p["mean"]
-		if s.mean <= 0 {
-			return nil, fmt.Errorf("%s.params.mean: must be > 0, got %g", field, s.mean)
-		}
-		if err := bounds(s); err != nil {
-			return nil, err
-		}
-	case "pareto_lognormal":
-		s.kind = distParetoLognormal
-		if err := allow("alpha", "xm", "mu", "sigma", "mix_weight", "min", "max"); err != nil {
-			return nil, err
-		}
-		if err := need("alpha", "xm", "mu", "sigma", "mix_weight"); err != nil {
-			return nil, err
-		}
-		s.alpha, s.xm, s.mu, s.sigma, s.mix = p["alpha"], p["xm"], p["mu"], p["sigma"], p["mix_weight"]
-		switch {
-		case s.alpha <= 0:
-			return nil, fmt.Errorf("%s.params.alpha: must be > 0, got %g", field, s.alpha)
-		case s.xm <= 0:
-			return nil, fmt.Errorf("%s.params.xm: must be > 0, got %g", field, s.xm)
-		case s.sigma < 0:
-			return nil, fmt.Errorf("%s.params.sigma: must be >= 0, got %g", field, s.sigma)
-		case s.mix < 0 || s.mix > 1:
-			return nil, fmt.Errorf("%s.params.mix_weight: must be in [0, 1], got %g", field, s.mix)
-		}
-		if err := bounds(s); err != nil {
-			return nil, err
-		}
-	case "lognormal":
-		s.kind = distLognormal
-		if err := allow("mu", "sigma", "min", "max"); err != nil {
-			return nil, err
-		}
-		if err := need("mu", "sigma"); err != nil {
-			return nil, err
-		}
-		s.mu, s.sigma = p["mu"], p["sigma"]
-		if s.sigma < 0 {
-			return nil, fmt.Errorf("%s.params.sigma: must be >= 0, got %g", field, s.sigma)
-		}
-		if err := bounds(s); err != nil {
-			return nil, err
-		}
-	case "constant":
-		s.kind = distConstant
-		if err := allow("value"); err != nil {
-			return nil, err
-		}
-		if err := need("value"); err != nil {
-			return nil, err
-		}
-		s.value = p["value"]
-	case "empirical":
-		s.kind = distEmpirical
-		var pairs [][2]float64
-		if d.File != "" {
-			if len(p) > 0 {
-				return nil, fmt.Errorf("%s: give either file or inline params for an empirical distribution, not both", field)
+	} else {
+		for _, k := range sortedKeys(d.Params) {
+			v, err := strconv.ParseFloat(k, 64)
+			if err != nil {
+				return nil, fmt.Errorf("%s.params.%s: empirical bins are keyed by numeric value", field, k)
 			}
-			path := d.File
-			if !filepath.IsAbs(path) && baseDir != "" {
-				path = filepath.Join(baseDir, path)
-			}
-			var err error
-			if pairs, err = readEmpirical(path); err != nil {
-				return nil, fmt.Errorf("%s.file: %w", field, err)
-			}
-		} else {
-			for _, k := range sortedKeys(p) {
-				v, err := strconv.ParseFloat(k, 64)
-				if err != nil {
-					return nil, fmt.Errorf("%s.params.%s: empirical bins are keyed by numeric value", field, k)
-				}
-				pairs = append(pairs, [2]float64{v, p[k]})
-			}
+			pairs = append(pairs, [2]float64{v, d.Params[k]})
 		}
-		if err := s.setEmpirical(pairs); err != nil {
-			return nil, fmt.Errorf("%s: %w", field, err)
-		}
-	default:
-		return nil, fmt.Errorf("%s.type: unknown distribution %q; valid: %s", field, d.Type, strings.Join(DistTypes, ", "))
+	}
+	if err := s.setEmpirical(pairs); err != nil {
+		return nil, fmt.Errorf("%s: %w", field, err)
 	}
 	return s, nil
 }

@@ -51,13 +51,13 @@ func (cfg *DistributionConfig) Validate() error {
 	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 	switch {
 	case !(cfg.Rate > 0) || !finite(cfg.Rate):
-		return fmt.Errorf("Rate: must be a finite number > 0, got %g", cfg.Rate)
+		return fmt.Errorf("field Rate: must be a finite number > 0, got %g", cfg.Rate)
 	case cfg.NumRequests <= 0:
-		return fmt.Errorf("NumRequests: must be > 0, got %d", cfg.NumRequests)
+		return fmt.Errorf("field NumRequests: must be > 0, got %d", cfg.NumRequests)
 	case cfg.PrefixTokens < 0 || cfg.PrefixTokens > maxTokens:
-		return fmt.Errorf("PrefixTokens: must be in [0, %d], got %d", maxTokens, cfg.PrefixTokens)
+		return fmt.Errorf("field PrefixTokens: must be in [0, %d], got %d", maxTokens, cfg.PrefixTokens)
 	case cfg.Horizon < 0:
-		return fmt.Errorf("Horizon: must be >= 0, got %d", cfg.Horizon)
+		return fmt.Errorf("field Horizon: must be >= 0, got %d", cfg.Horizon)
 	}
 	for _, l := range []struct {
 		name string
@@ -65,15 +65,15 @@ func (cfg *DistributionConfig) Validate() error {
 	}{{"Input", cfg.Input}, {"Output", cfg.Output}} {
 		switch {
 		case !finite(l.c.Mean) || l.c.Mean < 0:
-			return fmt.Errorf("%s.Mean: must be a finite number >= 0, got %g", l.name, l.c.Mean)
+			return fmt.Errorf("field %s.Mean: must be a finite number >= 0, got %g", l.name, l.c.Mean)
 		case !finite(l.c.Stdev) || l.c.Stdev < 0:
-			return fmt.Errorf("%s.Stdev: must be a finite number >= 0, got %g", l.name, l.c.Stdev)
+			return fmt.Errorf("field %s.Stdev: must be a finite number >= 0, got %g", l.name, l.c.Stdev)
 		case l.c.Min < 1:
-			return fmt.Errorf("%s.Min: must be >= 1, got %d", l.name, l.c.Min)
+			return fmt.Errorf("field %s.Min: must be >= 1, got %d", l.name, l.c.Min)
 		case l.c.Max < l.c.Min:
-			return fmt.Errorf("%s.Max: must be >= Min (%d), got %d", l.name, l.c.Min, l.c.Max)
+			return fmt.Errorf("field %s.Max: must be >= Min (%d), got %d", l.name, l.c.Min, l.c.Max)
 		case l.c.Max > maxTokens:
-			return fmt.Errorf("%s.Max: must be <= %d, got %d", l.name, maxTokens, l.c.Max)
+			return fmt.Errorf("field %s.Max: must be <= %d, got %d", l.name, maxTokens, l.c.Max)
 		}
 	}
 	return nil
@@ -113,15 +113,15 @@ func NewDistribution(cfg DistributionConfig, seed int64) (Source, error) {
 
 // defaultTables returns tables holding only the defaults at index 0.
 func defaultTables() Tables {
-	return Tables{Clients: []string{"default"}, Tenants: []string{""}, SLOClasses: []string{"standard"}}
+	return Tables{Clients: []string{"default"}, Tenants: []string{""}, SLOClasses: []string{classStandard}}
 }
 
 // ParseArrival maps a CLI arrival name ("constant" or "poisson") to DistributionConfig.Poisson.
 func ParseArrival(name string) (poisson bool, err error) {
 	switch strings.ToLower(name) {
-	case "constant", "":
+	case processConstant, "":
 		return false, nil
-	case "poisson":
+	case processPoisson:
 		return true, nil
 	}
 	return false, fmt.Errorf("unknown arrival process %q; valid: constant, poisson", name)

@@ -251,8 +251,11 @@ type SLOTargets struct {
 	E2E  float64 `yaml:"e2e,omitempty" json:"e2e,omitempty"`
 }
 
+// classStandard is the default SLO class.
+const classStandard = "standard"
+
 // SLOClasses lists the valid SLO class names (v2).
-var SLOClasses = []string{"critical", "standard", "sheddable", "batch", "background"}
+var SLOClasses = []string{"critical", classStandard, "sheddable", "batch", "background"}
 
 // Categories lists the valid categories.
 var Categories = []string{"language", "multimodal", "reasoning", "agentic"}

@@ -110,7 +110,7 @@ func NewTraceSource(r io.Reader, opts TraceOptions) (*TraceSource, error) {
 	case TraceMooncake:
 		t.parse = t.parseMooncake
 	default:
-		return nil, fmt.Errorf("Format: unknown trace format %q; valid: azure, mooncake", opts.Format)
+		return nil, fmt.Errorf("option Format: unknown trace format %q; valid: azure, mooncake", opts.Format)
 	}
 	t.sc = bufio.NewScanner(r)
 	t.sc.Buffer(make([]byte, 64<<10), 64<<20)
@@ -129,13 +129,13 @@ func checkTraceOptions(opts TraceOptions) (TraceOptions, error) {
 	}
 	switch {
 	case !(opts.Speedup > 0) || math.IsInf(opts.Speedup, 0):
-		return opts, fmt.Errorf("Speedup: must be a finite number > 0, got %g", opts.Speedup)
+		return opts, fmt.Errorf("option Speedup: must be a finite number > 0, got %g", opts.Speedup)
 	case opts.Start < 0:
-		return opts, fmt.Errorf("Start: must be >= 0, got %d", opts.Start)
+		return opts, fmt.Errorf("option Start: must be >= 0, got %d", opts.Start)
 	case opts.End != 0 && opts.End <= opts.Start:
-		return opts, fmt.Errorf("End: must be greater than Start (%d), got %d", opts.Start, opts.End)
+		return opts, fmt.Errorf("option End: must be greater than Start (%d), got %d", opts.Start, opts.End)
 	case opts.MaxRequests < 0:
-		return opts, fmt.Errorf("MaxRequests: must be >= 0, got %d", opts.MaxRequests)
+		return opts, fmt.Errorf("option MaxRequests: must be >= 0, got %d", opts.MaxRequests)
 	}
 	return opts, nil
 }

@@ -27,7 +27,6 @@ type TraceV2Header struct {
 // traceV2 holds the column positions and name interning of a trace v2 replay.
 type traceV2 struct {
 	rd       *csv.Reader
-	closer   io.Closer
 	col      map[string]int // lookup only
 	header   TraceV2Header
 	tb       *tableBuilder
@@ -141,7 +140,7 @@ func (t *TraceSource) v2Record(r *Request) (int64, bool, error) {
 		}
 		return strings.TrimSpace(row[i]), nil
 	}
-	num := func(name string, lo, hi int64) (int64, error) {
+	num := func(name string, hi int64) (int64, error) {
 		s, err := get(name)
 		if err != nil {
 			return 0, err
@@ -150,32 +149,32 @@ func (t *TraceSource) v2Record(r *Request) (int64, bool, error) {
 		if err != nil {
 			return 0, fmt.Errorf("%s %q: not an integer", name, s)
 		}
-		if n < lo || n > hi {
-			return 0, fmt.Errorf("%s %d: must be in [%d, %d]", name, n, lo, hi)
+		if n < 0 || n > hi {
+			return 0, fmt.Errorf("%s %d: must be in [0, %d]", name, n, hi)
 		}
 		return n, nil
 	}
-	arrival, err := num("arrival_time_us", 0, math.MaxInt64/2)
+	arrival, err := num("arrival_time_us", math.MaxInt64/2)
 	if err != nil {
 		return 0, false, err
 	}
-	in, err := num("input_tokens", 0, maxTokens)
+	in, err := num("input_tokens", maxTokens)
 	if err != nil {
 		return 0, false, err
 	}
-	out, err := num("output_tokens", 0, maxTokens)
+	out, err := num("output_tokens", maxTokens)
 	if err != nil {
 		return 0, false, err
 	}
-	plen, err := num("prefix_length", 0, maxTokens)
+	plen, err := num("prefix_length", maxTokens)
 	if err != nil {
 		return 0, false, err
 	}
-	round, err := num("round_index", 0, math.MaxInt32)
+	round, err := num("round_index", math.MaxInt32)
 	if err != nil {
 		return 0, false, err
 	}
-	deadline, err := num("deadline_us", 0, math.MaxInt64/2)
+	deadline, err := num("deadline_us", math.MaxInt64/2)
 	if err != nil {
 		return 0, false, err
 	}
@@ -209,7 +208,7 @@ func (t *TraceSource) v2Record(r *Request) (int64, bool, error) {
 	}
 	r.Tenant = v.tb.add(&v.tb.t.Tenants, "t", tenant)
 	if class == "" {
-		class = "standard"
+		class = classStandard
 	}
 	r.Class = v.tb.add(&v.tb.t.SLOClasses, "s", class)
 	if sess != "" {
