@@ -366,7 +366,7 @@ func (s *simulation) step(in *instance, now int64) {
 	in.itlDiff = append(in.itlDiff, 0)
 
 	done := now + stepTime
-	if s.execute(in, done, gap) {
+	if s.execute(in, done) {
 		in.lastEvent(done)
 	}
 	if len(in.running) > 0 || in.waitQ.live > 0 {
@@ -487,9 +487,9 @@ func (s *simulation) admitWaiting(in *instance, now, budget int64) {
 }
 
 // execute applies the step's work to the running batch and completes finished requests, in
-// running order (the release order shapes the LRU free list). done is the end of the step and
-// gap the inter-token latency it gives. It reports whether any request completed.
-func (s *simulation) execute(in *instance, done, gap int64) (completed bool) {
+// running order (the release order shapes the LRU free list). done is the end of the step. It
+// reports whether any request completed.
+func (s *simulation) execute(in *instance, done int64) (completed bool) {
 	step := in.stepCount
 	stamp := int32(step)
 	mml := in.cfg.MaxModelLen
