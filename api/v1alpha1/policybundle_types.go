@@ -144,6 +144,7 @@ type PolicyForms struct {
 //
 // +kubebuilder:validation:XValidation:rule="(has(self.policy) ? 1 : 0) + (has(self.decisionTree) ? 1 : 0) + (has(self.cel) ? 1 : 0) <= 1",message="set at most one of policy, decisionTree and cel"
 // +kubebuilder:validation:XValidation:rule="!(has(self.parameters) || has(self.options) || has(self.parameterMaps)) || has(self.policy)",message="parameters, options and parameterMaps apply to a template and need policy"
+// +kubebuilder:validation:XValidation:rule="!has(self.decisionTree) || self.decisionTree.nodes.all(n, !has(n.action) || n.action.decision in ['admit', 'reject', 'delay'])",message="admission tree leaves decide admit, reject or delay",fieldPath=".decisionTree"
 type AdmissionPolicy struct {
 	// policy is the admission template.
 	// +kubebuilder:validation:Enum=always-admit;token-bucket;rate-limit;tenant-quota;reject-all;tier-shed;gaie-legacy
@@ -209,6 +210,7 @@ type AdmissionPolicy struct {
 //
 // +kubebuilder:validation:XValidation:rule="(has(self.policy) ? 1 : 0) + (has(self.decisionTree) ? 1 : 0) + (has(self.cel) ? 1 : 0) <= 1",message="set at most one of policy, decisionTree and cel"
 // +kubebuilder:validation:XValidation:rule="!(has(self.parameters) || has(self.options) || has(self.parameterMaps)) || has(self.policy)",message="parameters, options and parameterMaps apply to a template and need policy"
+// +kubebuilder:validation:XValidation:rule="!has(self.decisionTree) || self.decisionTree.nodes.all(n, !has(n.action) || n.action.decision == 'score')",message="tree leaves of this stage decide score (with value)",fieldPath=".decisionTree"
 type PriorityPolicy struct {
 	// policy is the priority template.
 	// +kubebuilder:validation:Enum=constant;slo-based;tenant-priority;deadline-aware;inverted-slo
@@ -224,6 +226,7 @@ type PriorityPolicy struct {
 // +kubebuilder:validation:XValidation:rule="!(has(self.parameters) || has(self.options) || has(self.parameterMaps)) || has(self.policy)",message="parameters, options and parameterMaps apply to a template and need policy"
 // +kubebuilder:validation:XValidation:rule="!has(self.scorers) || (has(self.policy) && self.policy in ['weighted', 'weighted-scoring'])",message="scorers apply only to the weighted (weighted-scoring) routing policy",fieldPath=".scorers"
 // +kubebuilder:validation:XValidation:rule="!has(self.picker) || (has(self.policy) && self.policy in ['weighted', 'weighted-scoring'])",message="picker applies only to the weighted (weighted-scoring) routing policy",fieldPath=".picker"
+// +kubebuilder:validation:XValidation:rule="!has(self.decisionTree) || self.decisionTree.nodes.all(n, !has(n.action) || n.action.decision == 'score')",message="tree leaves of this stage decide score (with value)",fieldPath=".decisionTree"
 type RoutingPolicy struct {
 	// policy is the routing template; weighted (BLIS's name) and weighted-scoring are the same
 	// scorer-weighted policy.
