@@ -82,7 +82,9 @@ type WorkloadSpecSpec struct {
 	// +optional
 	Cohorts []CohortSpec `json:"cohorts,omitempty"`
 
-	// servegenData loads clients from ServeGen data files.
+	// servegenData loads clients from ServeGen data files (BLIS compatibility; the engine
+	// reports it as unsupported when the workload is resolved: convert the data to clients or
+	// replay it as a trace).
 	// +optional
 	ServegenData *ServegenDataSpec `json:"servegenData,omitempty"`
 
