@@ -203,18 +203,35 @@ func (c *cluster) runKubectl(ctx context.Context, args ...string) (string, error
 	return out.String(), nil
 }
 
-// podLogs returns the logs of every container of the pods matching selector in namespace.
-func (c *cluster) podLogs(ctx context.Context, namespace, selector string) string {
+// containerLogs returns the logs of every container of the pods matching selector in namespace,
+// keyed by "pod/container".
+func (c *cluster) containerLogs(ctx context.Context, namespace, selector string) (map[string]string, error) {
 	pods, err := c.clientset.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
-		return "listing pods: " + err.Error()
+		return nil, err
 	}
-	var b strings.Builder
+	logs := map[string]string{}
 	for _, p := range pods.Items {
 		for _, ctr := range p.Spec.Containers {
 			raw, err := c.clientset.CoreV1().Pods(namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: ctr.Name}).DoRaw(ctx)
-			fmt.Fprintf(&b, "--- %s/%s (%v)\n%s\n", p.Name, ctr.Name, err, raw)
+			if err != nil {
+				return nil, fmt.Errorf("logs of %s/%s: %w", p.Name, ctr.Name, err)
+			}
+			logs[p.Name+"/"+ctr.Name] = string(raw)
 		}
+	}
+	return logs, nil
+}
+
+// podLogs returns the logs of every container of the pods matching selector, for diagnostics.
+func (c *cluster) podLogs(ctx context.Context, namespace, selector string) string {
+	logs, err := c.containerLogs(ctx, namespace, selector)
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for name, text := range logs {
+		fmt.Fprintf(&b, "--- %s\n%s\n", name, text)
 	}
 	return b.String()
 }

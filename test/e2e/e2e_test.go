@@ -396,8 +396,10 @@ func TestSamplesApply(t *testing.T) {
 	}
 }
 
-// TestBlisRunsInAPod runs the blis binary of the manager's image as a Job, as the engine Jobs
-// will, under the restricted Pod Security Standard, and waits for it to complete.
+// TestBlisRunsInAPod runs the simulator of the manager's image as engine Jobs will: a Job of two
+// pods, each running `blis run` on the same input and seed under the restricted Pod Security
+// Standard with a read-only root filesystem. Both complete and print identical BLIS metrics: the
+// engine is deterministic across pods.
 func TestBlisRunsInAPod(t *testing.T) {
 	c := connect(t)
 	ctx := testContext(t)
@@ -410,6 +412,8 @@ func TestBlisRunsInAPod(t *testing.T) {
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "blis"},
 		Spec: batchv1.JobSpec{
+			Completions:           ptr.To[int32](2),
+			Parallelism:           ptr.To[int32](2),
 			BackoffLimit:          ptr.To[int32](0),
 			ActiveDeadlineSeconds: ptr.To[int64](int64(jobTimeout / time.Second)),
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
@@ -423,7 +427,8 @@ func TestBlisRunsInAPod(t *testing.T) {
 					Name:            "engine",
 					Image:           image,
 					ImagePullPolicy: pullPolicy,
-					Command:         []string{"/blis", "--help"},
+					Command: []string{"/blis", "run", "--model", "meta-llama/llama-3.1-8b-instruct",
+						"--num-requests", "50", "--rate", "5", "--arrival", "poisson", "--seed", "7"},
 					SecurityContext: &corev1.SecurityContext{
 						ReadOnlyRootFilesystem:   ptr.To(true),
 						AllowPrivilegeEscalation: ptr.To(false),
@@ -451,10 +456,24 @@ func TestBlisRunsInAPod(t *testing.T) {
 				return false, "", fmt.Errorf("job failed: %s: %s", cond.Reason, cond.Message)
 			}
 		}
-		return false, fmt.Sprintf("active %d, failed %d", job.Status.Active, job.Status.Failed), nil
+		return false, fmt.Sprintf("active %d, succeeded %d, failed %d", job.Status.Active, job.Status.Succeeded, job.Status.Failed), nil
 	})
-	logs := c.podLogs(ctx, ns, "job-name=blis")
-	if !strings.Contains(logs, "Usage:") || !strings.Contains(logs, "blis") {
-		t.Fatalf("blis --help printed no usage:\n%s", logs)
+	logs, err := c.containerLogs(ctx, ns, "job-name=blis")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(logs) != 2 {
+		t.Fatalf("want the logs of two pods, got %d", len(logs))
+	}
+	var outputs []string
+	for name, out := range logs {
+		if !strings.Contains(out, "=== Simulation Metrics ===") || !strings.Contains(out, `"ttft_p99_ms"`) ||
+			!strings.Contains(out, `"completed_requests": 50`) {
+			t.Fatalf("%s printed no BLIS metrics for 50 completed requests:\n%.3000s", name, out)
+		}
+		outputs = append(outputs, out)
+	}
+	if outputs[0] != outputs[1] {
+		t.Fatalf("two pods with the same input and seed printed different metrics:\n%.2000s\n---\n%.2000s", outputs[0], outputs[1])
 	}
 }
