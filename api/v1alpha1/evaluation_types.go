@@ -101,9 +101,10 @@ type EvaluationSpec struct {
 
 // Objective is one fitness objective.
 type Objective struct {
-	// name is a metric in BLIS output vocabulary, camelCase (for example ttftP99Ms,
-	// e2eMeanMs, responsesPerSec, sloAttainment, jainFairnessIndex, goodputRps,
-	// costPerHour), or a per-class metric as <metric>/<class>.
+	// name is a metric of status.metrics (BLIS output vocabulary in camelCase, for example
+	// ttftP99Ms, e2eMeanMs, responsesPerSec, sloAttainment, jainFairnessIndex, goodputRps,
+	// replicaSeconds), or a per-class metric as <metric>/<class> (for example
+	// sloAttainment/critical). Names are checked when the Evaluation is resolved.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z][a-zA-Z0-9]*(/[-a-z0-9_]+)?$`
