@@ -130,6 +130,10 @@ func TestExampleMultiturnChatDemo(t *testing.T) {
 	if len(sessions) != 100 {
 		t.Fatalf("%d sessions, want 100 × 5 rounds", len(sessions))
 	}
+	// Sessions start as a Poisson process at aggregate_rate 500/s: 100 starts take ~0.2 s
+	// (sd of the 100th arrival time ≈ 0.02 s).
+	lastStart := sessions[order[len(order)-1]][0].Arrival
+	within(t, "time of the 100th session start (s)", float64(lastStart)/1e6, 0.2, 0.25)
 	for _, id := range order {
 		rs := sessions[id]
 		if len(rs) != 5 {
