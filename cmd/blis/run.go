@@ -77,8 +77,9 @@ shared prefix) and prints the metrics in upstream BLIS's format: one JSON block 
 then the cluster block, each after a "=== Simulation Metrics ===" line. --metrics-path also
 writes the cluster block with one row per request.
 
-The flags are upstream BLIS's; --max-num-running-reqs, --max-num-scheduled-tokens and
---max-prompts are accepted as aliases.`,
+The flags are upstream BLIS's; --max-num-running-reqs, --max-num-scheduled-tokens,
+--max-prompts, --block-size and --tensor-parallel-size are accepted as aliases of
+--max-num-seqs, --max-num-batched-tokens, --num-requests, --block-size-in-tokens and --tp.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSimulation(cmd.OutOrStdout(), cmd.Flags(), f)
