@@ -362,8 +362,10 @@ var invalidCases = []invalidCase{
 	// WorkloadSpec
 	{"workload: no request source", baseWorkload, []edit{del("spec.clients")},
 		"spec", "exactly one request source"},
-	{"workload: clients and a trace", baseWorkload, []edit{to("spec.trace", "{format: csv, path: /traces/a.csv}")},
+	{"workload: clients and a trace", baseWorkload, []edit{to("spec.trace", "{format: azure, path: /traces/a.csv}")},
 		"spec", "exactly one request source"},
+	{"workload: blis-v2 trace without its header", baseWorkload, []edit{del("spec.clients"), to("spec.trace", "{format: blis-v2, path: /traces/data.csv}")},
+		"spec.trace", "needs its header file"},
 	{"workload: distribution min above max", baseWorkload, []edit{to("spec.clients[0].inputDistribution", "{type: gaussian, params: {mean: 10, stdDev: 1, min: 100, max: 10}}")},
 		"spec.clients[0].inputDistribution.params.min", "min must not exceed max"},
 	{"workload: gaussian without stdDev", baseWorkload, []edit{to("spec.clients[0].inputDistribution", "{type: gaussian, params: {mean: 10}}")},

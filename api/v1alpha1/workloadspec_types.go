@@ -787,30 +787,46 @@ type AgenticTool struct {
 	OutputTokens *Distribution `json:"outputTokens,omitempty"`
 }
 
-// TraceSource is a recorded request trace to replay.
+// TraceSource is a recorded request trace to replay: an Azure LLM inference trace (CSV), a
+// Mooncake trace (JSONL), or a BLIS trace v2 (a YAML header file plus a CSV data file). Each
+// file comes from a ConfigMap key or from a path on a volume mounted into the engine.
 //
-// +kubebuilder:validation:XValidation:rule="has(self.configMapRef) != has(self.path)",message="give exactly one of configMapRef and path"
+// +kubebuilder:validation:XValidation:rule="has(self.configMapRef) != has(self.path)",message="give exactly one of configMapRef and path for the trace data"
+// +kubebuilder:validation:XValidation:rule="(has(self.format) && self.format == 'blis-v2') == (has(self.headerConfigMapRef) || has(self.headerPath))",message="the blis-v2 format needs its header file (headerConfigMapRef or headerPath); other formats have none"
+// +kubebuilder:validation:XValidation:rule="!(has(self.headerConfigMapRef) && has(self.headerPath))",message="give at most one of headerConfigMapRef and headerPath"
 type TraceSource struct {
-	// format of the trace file.
-	// +kubebuilder:validation:Enum=csv;jsonl
-	// +required
-	Format string `json:"format"`
+	// format of the trace: azure, mooncake or blis-v2. Empty selects it from the data file's
+	// extension (.csv azure, .jsonl or .json mooncake).
+	// +kubebuilder:validation:Enum=azure;mooncake;blis-v2
+	// +optional
+	Format string `json:"format,omitempty"`
 
-	// configMapRef selects the trace file in a ConfigMap.
+	// configMapRef selects the trace data in a ConfigMap.
 	// +optional
 	ConfigMapRef *ConfigMapKeyReference `json:"configMapRef,omitempty"`
 
-	// path is the trace file on a volume mounted into the engine.
+	// path is the trace data file on a volume mounted into the engine.
 	// +kubebuilder:validation:MaxLength=1024
 	// +kubebuilder:validation:Pattern=`^/`
 	// +optional
 	Path string `json:"path,omitempty"`
 
-	// timeScale multiplies recorded inter-arrival times (0.5 replays twice as fast).
+	// headerConfigMapRef selects the YAML header of a blis-v2 trace in a ConfigMap.
+	// +optional
+	HeaderConfigMapRef *ConfigMapKeyReference `json:"headerConfigMapRef,omitempty"`
+
+	// headerPath is the YAML header file of a blis-v2 trace on a mounted volume.
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/`
+	// +optional
+	HeaderPath string `json:"headerPath,omitempty"`
+
+	// speedup divides recorded inter-arrival times: 2 replays the trace twice as fast
+	// (default 1).
 	// +kubebuilder:validation:ExclusiveMinimum=true
 	// +kubebuilder:validation:Minimum=0
 	// +optional
-	TimeScale *float64 `json:"timeScale,omitempty"`
+	Speedup *float64 `json:"speedup,omitempty"`
 }
 
 // WorkloadSpecStatus is the observed state of a WorkloadSpec.

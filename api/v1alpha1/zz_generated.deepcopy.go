@@ -2168,8 +2168,13 @@ func (in *TraceSource) DeepCopyInto(out *TraceSource) {
 		*out = new(ConfigMapKeyReference)
 		**out = **in
 	}
-	if in.TimeScale != nil {
-		in, out := &in.TimeScale, &out.TimeScale
+	if in.HeaderConfigMapRef != nil {
+		in, out := &in.HeaderConfigMapRef, &out.HeaderConfigMapRef
+		*out = new(ConfigMapKeyReference)
+		**out = **in
+	}
+	if in.Speedup != nil {
+		in, out := &in.Speedup, &out.Speedup
 		*out = new(float64)
 		**out = **in
 	}
