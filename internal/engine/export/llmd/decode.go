@@ -242,3 +242,13 @@ func DecodeObjective(data []byte) (*InferenceObjective, error) {
 	return &InferenceObjective{APIVersion: obj.APIVersion, Kind: obj.Kind,
 		Metadata: ObjectMeta{Name: name, Namespace: ns}, Spec: obj.Spec}, nil
 }
+
+// UnmarshalStrict decodes one YAML document into v through JSON, rejecting unknown and
+// miscased keys (v's json tags name the keys).
+func UnmarshalStrict(data []byte, v any) error {
+	raw, err := YAMLToJSON(data)
+	if err != nil {
+		return err
+	}
+	return strictJSON(raw, v)
+}

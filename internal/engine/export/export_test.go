@@ -1,0 +1,236 @@
+package export
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/inference-sim/blis-operator/internal/engine/export/llmd"
+	"github.com/inference-sim/blis-operator/internal/engine/model"
+	"github.com/inference-sim/blis-operator/internal/engine/policy"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+const llama = "meta-llama/llama-3.1-8b-instruct"
+
+type goldenCase struct {
+	name    string
+	bundle  string // inline YAML, or "file:<path>"
+	cluster Cluster
+	opts    Options
+}
+
+func bounds(lo, hi int32) (*int32, *int32) { return &lo, &hi }
+
+func goldenCases() []goldenCase {
+	mono := Cluster{Model: llama, Pools: []Pool{{Name: "vllm", Replicas: 4}}}
+	pd := func(decider string, thr int64) Cluster {
+		return Cluster{Model: llama, Pools: []Pool{{Name: "prefill", Role: RolePrefill, Replicas: 2}, {Name: "decode", Role: RoleDecode, Replicas: 4}},
+			Disaggregation: &Disaggregation{Decider: decider, Threshold: thr, TransferBandwidthGBps: 25}}
+	}
+	lo, hi := bounds(2, 8)
+	return []goldenCase{
+		{name: "llm-d-default", bundle: "routing: {policy: weighted}\n", cluster: mono},
+		{name: "blis-policy-config", bundle: "file:../policy/testdata/blis/policy-config.yaml", cluster: mono},
+		{name: "blis-weighted-routing", bundle: "file:../policy/testdata/blis/weighted-routing.yaml", cluster: mono},
+		{name: "blis-epp-estimate-prefix", bundle: "file:../policy/testdata/blis/epp-estimate-prefix.yaml", cluster: mono},
+		{name: "least-loaded-queue", bundle: "routing: {policy: least-loaded, params: {signal: queue-depth}}\n", cluster: mono},
+		{name: "least-loaded-effective", bundle: "routing: {policy: least-loaded}\n", cluster: mono},
+		{name: "prefix-affinity", bundle: "routing:\n  policy: prefix-affinity\n  params: {prefix_weight: 4, queue_weight: 1.5, picker: weighted-random}\n  prefix_cache: {maxPrefixTokensToMatch: 16384, lruCapacityPerServer: 31250}\n", cluster: mono},
+		{name: "cel-linear", bundle: "routing:\n  cel: \"2.0 * score.queue + 2.0 * score.kvCacheUtilization + 3.0 * (score.prefixCache - 0.5 * score.loadAware)\"\n", cluster: mono},
+		{name: "scorer-params", bundle: "routing:\n  policy: weighted\n  scorers:\n    - {name: prefix-cache-scorer, weight: 3, params: {matchLengthWeight: 0.25}}\n    - {name: load-aware-scorer, weight: 1, params: {threshold: 64}}\n    - {name: token-load, weight: 0.5}\n    - {name: no-hit-lru-scorer, weight: 0.25, params: {lruSize: 256}}\n", cluster: mono},
+		{name: "gaie-legacy", bundle: "admission: {policy: gaie-legacy, gaie_qd_threshold: 8, gaie_kv_threshold: 0.9}\npriority: {policy: slo-based}\nrouting: {policy: weighted}\n", cluster: Cluster{Model: llama, SLOClasses: []string{"critical", "standard", "batch"}}},
+		{name: "always-admit-sheddable", bundle: "priority: {policy: slo-based}\nrouting: {policy: weighted}\n", cluster: mono},
+		{name: "tier-shed", bundle: "admission: {policy: tier-shed, tier_shed_threshold: 20, tier_shed_min_priority: 3}\nrouting: {policy: weighted}\n", cluster: mono},
+		{name: "token-bucket", bundle: "admission: {policy: token-bucket, token_bucket_capacity: 50000, token_bucket_refill_rate: 2000}\nrouting: {policy: weighted}\n", cluster: mono},
+		{name: "rate-limit", bundle: "admission: {policy: rate-limit, params: {rate: 50, window_us: 2000000}}\nrouting: {policy: weighted}\n", cluster: mono},
+		{name: "tenant-quota", bundle: "admission: {policy: tenant-quota, params: {capacity: 128}}\ntenant_budgets: {a: 0.5}\nrouting: {policy: weighted}\n", cluster: mono},
+		{name: "tenant-priority", bundle: "priority: {policy: tenant-priority, params: {tenant_scores: {gold: 10, bronze: -1}}}\nrouting: {policy: weighted}\n", cluster: mono},
+		{name: "deadline-aware", bundle: "priority: {policy: deadline-aware}\nadmission: {slo_targets: {critical: 200000, batch: 5000000}}\nrouting: {policy: weighted}\n", cluster: Cluster{Model: llama, SLOClasses: []string{"critical", "batch"}}},
+		{name: "scheduler-priority", bundle: "priority: {policy: slo-based}\nscheduler: priority-fcfs\npreemption: {policy: priority}\nrouting: {policy: weighted}\n", cluster: Cluster{Model: llama, SLOClasses: []string{"critical", "standard"}}},
+		{name: "scheduler-sjf", bundle: "scheduler: sjf\nrouting: {policy: weighted}\n", cluster: mono},
+		{name: "pd-prefix-threshold", bundle: "routing: {policy: weighted, scorers: [{name: prefix-cache-scorer, weight: 2}, {name: queue-scorer, weight: 1}]}\n", cluster: pd(DeciderPrefixThreshold, 15)},
+		{name: "pd-prompt-length", bundle: "routing: {policy: weighted}\n", cluster: pd(DeciderPromptLength, 1023)},
+		{name: "pd-always", bundle: "routing: {policy: weighted}\n", cluster: pd(DeciderAlways, 0)},
+		{name: "pd-never", bundle: "routing: {policy: weighted}\n", cluster: pd(DeciderNever, 0)},
+		{name: "kv-offload", bundle: "routing: {policy: weighted}\n", cluster: Cluster{Model: llama, Engine: mustEngine(), KVOffload: &KVOffload{CPUBlocks: 50000, BandwidthGBps: 32}}},
+		{name: "autoscaler", bundle: "routing: {policy: weighted}\nautoscaler:\n  interval_us: 15000000\n  scale_up_stabilization_window_us: 30000000\n  scale_down_stabilization_window_us: 300000000\n  analyzer: {scale_up_threshold: 0.85, scale_down_boundary: 0.5}\n",
+			cluster: Cluster{Model: llama, Pools: []Pool{{Name: "vllm", Replicas: 4, MinReplicas: lo, MaxReplicas: hi}}}, opts: Options{InferencePool: true, Namespace: "inference"}},
+		{name: "no-model", bundle: "routing: {policy: weighted}\nscheduler: priority-fcfs\n"},
+	}
+}
+
+func mustEngine() (e model.EngineSettings) {
+	e.MaxNumSeqs = 128
+	e.MaxNumBatchedTokens = 8192
+	e.BlockSize = 64
+	e.MaxModelLen = 8192
+	f := false
+	e.EnableChunkedPrefill = &f
+	return e
+}
+
+func loadBundle(t *testing.T, src string) *policy.Bundle {
+	t.Helper()
+	if path, ok := strings.CutPrefix(src, "file:"); ok {
+		b, err := policy.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	b, err := policy.Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func render(res *Result, err error) []byte {
+	if err != nil {
+		return []byte("error: " + err.Error() + "\n")
+	}
+	var buf bytes.Buffer
+	for _, f := range res.Files() {
+		fmt.Fprintf(&buf, "=== %s ===\n", f.Name)
+		buf.Write(f.Content)
+	}
+	return buf.Bytes()
+}
+
+func checkGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name+".golden")
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (run go test -update to accept):\n%s", path, got)
+	}
+}
+
+// Every template mapping, on every target, against golden files; each successful export's
+// EndpointPickerConfig is decoded strictly and validated again here.
+func TestGolden(t *testing.T) {
+	for _, c := range goldenCases() {
+		for _, target := range llmd.TargetNames() {
+			t.Run(c.name+"/"+target, func(t *testing.T) {
+				opts := c.opts
+				opts.Target = target
+				res, err := Export(Input{Bundle: loadBundle(t, c.bundle), Cluster: c.cluster}, opts)
+				if err == nil {
+					cfg, derr := llmd.Decode(res.File(FileEPPConfig))
+					if derr != nil {
+						t.Fatalf("exported config does not decode: %v", derr)
+					}
+					if _, verr := llmd.Validate(cfg, res.Target, llmd.ValidateOptions{}); verr != nil {
+						t.Fatalf("exported config does not validate: %v", verr)
+					}
+					if cfg.APIVersion != res.Target.APIVersion {
+						t.Fatalf("apiVersion %s, want %s", cfg.APIVersion, res.Target.APIVersion)
+					}
+				} else if !errors.Is(err, errRefused) && !strings.Contains(err.Error(), "needs target") {
+					t.Fatalf("unexpected error kind: %v", err)
+				}
+				checkGolden(t, c.name+"__"+target, render(res, err))
+			})
+		}
+	}
+}
+
+func TestExportDeterministic(t *testing.T) {
+	for _, c := range goldenCases() {
+		in := Input{Bundle: loadBundle(t, c.bundle), Cluster: c.cluster}
+		a, errA := Export(in, c.opts)
+		b, errB := Export(in, c.opts)
+		if !bytes.Equal(render(a, errA), render(b, errB)) {
+			t.Fatalf("%s: two exports differ", c.name)
+		}
+	}
+}
+
+func TestExportRefusesWhatHasNoEquivalent(t *testing.T) {
+	cases := map[string]string{
+		"routing tree":      "routing:\n  tree: {score: 1}\n",
+		"nonlinear cel":     "routing: {cel: \"instance.queueDepth > 3 ? 0.0 : 1.0\"}\n",
+		"cel product":       "routing: {cel: \"score.queue * score.prefixCache\"}\n",
+		"always-busiest":    "routing: {policy: always-busiest}\n",
+		"reject-all":        "admission: {policy: reject-all}\nrouting: {policy: weighted}\n",
+		"admission cel":     "admission: {cel: \"request.inputTokens < 1000\"}\nrouting: {policy: weighted}\n",
+		"inverted-slo":      "priority: {policy: inverted-slo}\nrouting: {policy: weighted}\n",
+		"priority cel":      "priority: {cel: \"double(request.inputTokens)\"}\nrouting: {policy: weighted}\n",
+		"reverse-priority":  "scheduler: reverse-priority\nrouting: {policy: weighted}\n",
+		"admission tree":    "admission:\n  tree: {action: admit}\nrouting: {policy: weighted}\n",
+		"priority tree":     "priority:\n  tree: {score: 2}\nrouting: {policy: weighted}\n",
+		"cel unknown field": "routing: {cel: \"2.0 * instance.kvUtilization\"}\n",
+	}
+	for name, doc := range cases {
+		_, err := Export(Input{Bundle: loadBundle(t, doc)}, Options{})
+		if !errors.Is(err, errRefused) {
+			t.Errorf("%s: want a refusal, got %v", name, err)
+		}
+	}
+}
+
+func TestExportErrors(t *testing.T) {
+	b := loadBundle(t, "routing: {policy: weighted}\n")
+	_, err := Export(Input{Bundle: b}, Options{Target: "llm-d-v0.7"})
+	if err == nil || !strings.Contains(err.Error(), "supported: llm-d-v0.8, llm-d-v0.9, llm-d-v0.10, llm-d-v1") {
+		t.Fatalf("unsupported target: %v", err)
+	}
+	_, err = Export(Input{Bundle: loadBundle(t, "routing: {policy: round-robin}\n")}, Options{Strict: true})
+	if err == nil || !strings.Contains(err.Error(), "strict") {
+		t.Fatalf("strict mode accepted an approximation: %v", err)
+	}
+	_, err = Export(Input{Bundle: loadBundle(t, "routing: {policy: weighted}\nautoscaler: {interval_us: 1000000}\n"), Cluster: Cluster{Model: llama}}, Options{})
+	if err == nil || !strings.Contains(err.Error(), "replica bounds") {
+		t.Fatalf("autoscaler without bounds: %v", err)
+	}
+	_, err = Export(Input{Bundle: b, Cluster: Cluster{Pools: []Pool{{Name: "p", Role: RolePrefill, Replicas: 1}}}}, Options{})
+	if err == nil || !strings.Contains(err.Error(), "prefill pool and one decode pool") {
+		t.Fatalf("prefill without decode: %v", err)
+	}
+	_, err = Export(Input{Bundle: b, Cluster: Cluster{Model: "no-such-model"}}, Options{})
+	if err == nil {
+		t.Fatal("unknown model accepted")
+	}
+	// Warnings are reported, never dropped: round-robin's approximation is in the result and
+	// in the warnings file.
+	res, err := Export(Input{Bundle: loadBundle(t, "routing: {policy: round-robin}\n")}, Options{})
+	if err != nil || len(res.Warnings) == 0 || !strings.Contains(string(res.File(FileWarnings)), "random-picker") {
+		t.Fatalf("round-robin warning missing: %v %v", res, err)
+	}
+}
+
+func TestLinearCEL(t *testing.T) {
+	specs, c, err := linearCEL("1 + 2*score.queue - (score.kvCacheUtilization/4 - 3*instance.prefixMatch) + score.prefixCache*0.5 + -score.tokenLoad")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(specs, c)
+	want := "[{queue-scorer 2 map[]} {kv-cache-utilization-scorer -0.25 map[]} {prefix-cache-scorer 3.5 map[]} {token-load-scorer -1 map[]}] 1"
+	if got != want {
+		t.Fatalf("got %s\nwant %s", got, want)
+	}
+	for _, bad := range []string{"score.queue > 1 ? 1.0 : 0.0", "math.greatest(score.queue, 1.0)", "score.queue / score.kvCacheUtilization", "(score.queue", "double(score.queue)"} {
+		if _, _, err := linearCEL(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
