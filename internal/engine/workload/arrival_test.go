@@ -490,3 +490,24 @@ func TestSpecMillionRequestsBoundedMemory(t *testing.T) {
 		t.Fatalf("live heap grew by %d bytes over 1M requests", growth)
 	}
 }
+
+func TestLifecycleWindowsInAnyOrder(t *testing.T) {
+	spec := `
+aggregate_rate: 10
+clients:
+  - id: c
+    rate_fraction: 1
+    arrival: {process: poisson}` + constLens + `
+    lifecycle: {windows: [%s]}
+`
+	a, _ := specRequests(t, fmt.Sprintf(spec, "{start_us: 0, end_us: 1000000}, {start_us: 5000000, end_us: 6000000}"))
+	b, _ := specRequests(t, fmt.Sprintf(spec, "{start_us: 5000000, end_us: 6000000}, {start_us: 0, end_us: 1000000}"))
+	if len(a) != len(b) || len(a) < 10 {
+		t.Fatalf("%d and %d requests", len(a), len(b))
+	}
+	for i := range a {
+		if a[i].Arrival != b[i].Arrival {
+			t.Fatalf("request %d differs with the windows listed in another order", i)
+		}
+	}
+}

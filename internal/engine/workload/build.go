@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 
 	"github.com/inference-sim/blis-operator/internal/engine/rng"
@@ -535,16 +536,26 @@ func (s *Spec) setPhases(g *clientGen, m *member, base float64, in, out *sampler
 		g.phases = []phase{{end: math.Inf(1), rate: base, proc: proc, prof: prof, in: in, out: out}}
 		return nil
 	}
-	prevEnd := int64(math.MinInt64)
-	for k, w := range c.Lifecycle.Windows {
+	// Windows are taken in time order (the file may list them in any order); the errors
+	// name each window by its position in the file.
+	order := make([]int, len(c.Lifecycle.Windows))
+	for k := range order {
+		order[k] = k
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		return c.Lifecycle.Windows[order[i]].StartUs < c.Lifecycle.Windows[order[j]].StartUs
+	})
+	prevEnd, prevK := int64(math.MinInt64), -1
+	for _, k := range order {
+		w := c.Lifecycle.Windows[k]
 		wf := fmt.Sprintf("%s.lifecycle.windows[%d]", f, k)
 		if w.StartUs < 0 || w.EndUs <= w.StartUs {
 			return fmt.Errorf("%s: need 0 <= start_us < end_us, got [%d, %d)", wf, w.StartUs, w.EndUs)
 		}
 		if w.StartUs < prevEnd {
-			return fmt.Errorf("%s.start_us: windows must be in time order without overlap", wf)
+			return fmt.Errorf("%s.start_us: overlaps windows[%d], which ends at %d", wf, prevK, prevEnd)
 		}
-		prevEnd = w.EndUs
+		prevEnd, prevK = w.EndUs, k
 		ph := phase{start: float64(w.StartUs), end: float64(w.EndUs), rate: base, proc: proc, prof: prof, in: in, out: out}
 		if w.TraceRate != nil {
 			if !(*w.TraceRate >= 0) || math.IsInf(*w.TraceRate, 0) {

@@ -308,6 +308,8 @@ func TestSpecErrorsNameClientAndField(t *testing.T) {
 		{"bad version", "version: \"3\"\n" + baseClient, []string{"version", `"3"`}},
 		{"window order", strings.Replace(baseClient, "rate_fraction: 1", "rate_fraction: 1\n    lifecycle: {windows: [{start_us: 10, end_us: 5}]}", 1),
 			[]string{`client "chat".lifecycle.windows[0]`}},
+		{"window overlap", strings.Replace(baseClient, "rate_fraction: 1", "rate_fraction: 1\n    lifecycle: {windows: [{start_us: 50, end_us: 60}, {start_us: 0, end_us: 55}]}", 1),
+			[]string{`client "chat".lifecycle.windows[0].start_us: overlaps windows[1]`}},
 		{"duplicate id", baseClient + `  - id: chat
     rate_fraction: 1
     arrival: {process: poisson}
