@@ -436,3 +436,53 @@ func BenchmarkAgenticReActClosedLoop(b *testing.B) {
 		react.Finished(r.ID, Completed, r.OutputLen, r.Arrival+1000, inject)
 	}
 }
+
+// A workflow exercising a fanned-out root, a pre-loop step feeding the loop, fanned-out tool
+// calls inside the loop, a loop-back dependency, early loop exit and a post-loop step.
+func TestAgenticComplexWorkflowInvariants(t *testing.T) {
+	s, err := ParseSpec([]byte(agenticSpec(`loop: {over: [think, search, reflect], max_iterations: 4, continue_probability: 0.5}
+steps:
+  - {id: draft, type: llm_call, fan_out: 3, input_distribution: ` + llm + `, output_distribution: ` + llm + `}
+  - {id: merge, type: llm_call, depends_on: [draft], input_distribution: ` + llm + `, output_distribution: ` + llm + `}
+  - {id: think, type: llm_call, depends_on: [merge, reflect], input_distribution: ` + llm + `, output_distribution: ` + llm + `}
+  - {id: search, type: tool_call, tool: web, fan_out: 2, depends_on: [think]}
+  - {id: reflect, type: llm_call, depends_on: [search], context_growth: accumulate, input_distribution: ` + llm + `, output_distribution: ` + llm + `}
+  - {id: answer, type: llm_call, depends_on: [reflect], input_distribution: ` + llm + `, output_distribution: ` + llm + `}
+tools:
+  web: {latency: {type: exponential, params: {mean: 20000}}, output_tokens: {type: constant, params: {value: 50}}}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Horizon = 100_000_000
+	s.Clients[0].Lifecycle = &LifecycleSpec{Windows: []WindowSpec{{StartUs: 0, EndUs: 60_000_000}}}
+	run := runAgentic(t, s, nil)
+	run.checkInvariants(t)
+	iters := map[uint64]int32{}
+	drafts := map[uint64][]int64{}
+	for _, r := range run.reqs {
+		iters[r.Session] = max(iters[r.Session], r.Iteration+1)
+		if r.Step == "draft" {
+			drafts[r.Session] = append(drafts[r.Session], r.Arrival)
+		}
+		// reflect carries both search outputs (50 tokens each) after any accumulated context.
+		if r.Step == "reflect" && (r.Segments[len(r.Segments)-2].Length != 50 || r.Segments[len(r.Segments)-3].Length != 50) {
+			t.Fatalf("reflect prompt %+v lacks the two tool outputs", r.Segments)
+		}
+	}
+	hist := map[int32]int{}
+	for id, n := range iters {
+		hist[n]++
+		if d := drafts[id]; len(d) != 3 || d[0] != d[1] || d[1] != d[2] {
+			t.Fatalf("session %d drafts %v, want 3 simultaneous instances", id, d)
+		}
+	}
+	// continue_probability 0.5: about half the sessions stop after one iteration, and some
+	// reach the maximum of 4.
+	if hist[1] < len(iters)/3 || hist[4] == 0 || hist[5] != 0 {
+		t.Fatalf("iteration histogram %v over %d sessions", hist, len(iters))
+	}
+	st := run.src.AgenticStats()
+	if st.Completed != int64(len(iters)) || st.ToolCalls != 2*st.LoopIterations {
+		t.Fatalf("stats %+v for %d sessions", st, len(iters))
+	}
+}
