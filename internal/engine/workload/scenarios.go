@@ -65,7 +65,7 @@ category: language
 aggregate_rate: 40
 horizon: 300000000
 clients:
-  - id: assistant-a
+  - id: app-a
     slo_class: standard
     rate_fraction: 0.2
     prefix_group: system-prompt-a
@@ -73,7 +73,7 @@ clients:
     arrival: {process: poisson}
     input_distribution: {type: gaussian, params: {mean: 128, std_dev: 32, min: 16, max: 512}}
     output_distribution: {type: exponential, params: {mean: 128, min: 1, max: 2048}}
-  - id: assistant-b
+  - id: app-b
     slo_class: standard
     rate_fraction: 0.2
     prefix_group: system-prompt-b
@@ -81,7 +81,7 @@ clients:
     arrival: {process: poisson}
     input_distribution: {type: gaussian, params: {mean: 128, std_dev: 32, min: 16, max: 512}}
     output_distribution: {type: exponential, params: {mean: 128, min: 1, max: 2048}}
-  - id: assistant-c
+  - id: app-c
     slo_class: standard
     rate_fraction: 0.2
     prefix_group: system-prompt-c
@@ -89,7 +89,7 @@ clients:
     arrival: {process: poisson}
     input_distribution: {type: gaussian, params: {mean: 128, std_dev: 32, min: 16, max: 512}}
     output_distribution: {type: exponential, params: {mean: 128, min: 1, max: 2048}}
-  - id: assistant-d
+  - id: app-d
     slo_class: standard
     rate_fraction: 0.2
     prefix_group: system-prompt-d
