@@ -498,11 +498,10 @@ func (ip *importer) admission() {
 				ip.unsupported(pluginElem(det), "parameter %s not simulated", k)
 			}
 		}
-		if qd >= NeverSaturatedQueueDepth {
+		if qd >= NeverSaturatedQueueDepth && negative {
+			// The exporter's form of always-admit with sheddable objectives.
 			b.Admission.Policy = "always-admit"
-			if negative {
-				ip.unsupported(pluginElem(det), "saturation by KV-cache use alone (kvCacheUtilThreshold %g) is not simulated: nothing is shed", kv)
-			}
+			ip.unsupported(pluginElem(det), "saturation by KV-cache use alone (kvCacheUtilThreshold %g) is not simulated: nothing is shed", kv)
 			return
 		}
 		b.Admission.Policy = "gaie-legacy"
@@ -578,4 +577,20 @@ func firstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
+}
+
+// BundleYAML writes a bundle as YAML that policy.Load reads back (checked before returning).
+func BundleYAML(b *policy.Bundle) ([]byte, error) {
+	out, err := llmd.Marshal(b)
+	if err != nil {
+		return nil, err
+	}
+	back, err := policy.Parse(out)
+	if err != nil {
+		return nil, fmt.Errorf("bundle YAML does not read back: %w", err)
+	}
+	if err := back.Validate(); err != nil {
+		return nil, fmt.Errorf("bundle YAML does not validate: %w", err)
+	}
+	return out, nil
 }

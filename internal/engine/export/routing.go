@@ -193,9 +193,12 @@ func isZeroParams(v any) bool {
 func (bd *builder) precisePrefix(s *scorerOut) error {
 	bd.precise = true
 	tpc := &llmd.TokenProcessorConfig{HashSeed: preciseHashSeed}
-	if bd.engine != nil {
+	switch {
+	case bd.engine != nil:
 		tpc.BlockSizeTokens = ptr(int(bd.engine.BlockSize))
-	} else {
+	case bd.in.Cluster.Engine.BlockSize > 0:
+		tpc.BlockSizeTokens = ptr(int(bd.in.Cluster.Engine.BlockSize))
+	default:
 		bd.note("routing", "no model given: set the precise producer's tokenProcessorConfig.blockSizeTokens to vLLM's --block-size")
 	}
 	if !bd.t.AtLeast("llm-d-v0.10") {
