@@ -182,10 +182,11 @@ func expandInferencePerf(ip *InferencePerfSpec) ([]member, error) {
 	return ms, nil
 }
 
-// inferencePerfEnd returns the end of the last inference-perf stage in µs (0 without one).
-func (s *Spec) inferencePerfEnd() int64 {
-	if s.InferencePerf == nil {
-		return 0
+// EffectiveHorizon is the time after which the spec generates no arrivals, in µs: horizon,
+// or for an inference_perf spec without one the end of its last stage (0 = none).
+func (s *Spec) EffectiveHorizon() int64 {
+	if s.Horizon > 0 || s.InferencePerf == nil {
+		return s.Horizon
 	}
 	t := 0.0
 	for _, st := range s.InferencePerf.Stages {
@@ -248,11 +249,7 @@ func (s *Spec) build(seed int64) (*genSource, error) {
 		}
 		gens = append(gens, g)
 	}
-	horizon := s.Horizon
-	if horizon == 0 {
-		horizon = s.inferencePerfEnd()
-	}
-	return newGenSource(tables, gens, s.NumRequests, horizon), nil
+	return newGenSource(tables, gens, s.NumRequests, s.EffectiveHorizon()), nil
 }
 
 // prefixGroupLengths gives each prefix group the prefix_length of its first client that sets

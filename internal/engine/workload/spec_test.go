@@ -29,6 +29,9 @@ func TestExampleInferencePerfSharedPrefix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if h := s.EffectiveHorizon(); h != 1_200_000_000 {
+		t.Fatalf("effective horizon %d, want the end of the second stage", h)
+	}
 	if n := len(src.Tables().Clients); n != 91 {
 		t.Fatalf("%d clients in the table, want 90 (2 stages × 9 prompts × 5 users) + default", n)
 	}
