@@ -44,6 +44,7 @@ type runFlags struct {
 
 	// Workload (BLIS's default "distribution" workload).
 	workloadType, arrival   string
+	workloadSpec            string
 	numRequests             int64
 	rate                    float64
 	prefixTokens            int
@@ -114,7 +115,8 @@ The flags are upstream BLIS's; --max-num-running-reqs, --max-num-scheduled-token
 	fl.Int64Var(&f.seed, "seed", 42, "master random seed")
 	fl.Int64Var(&f.horizon, "horizon", 0, "stop the simulation at this time in microseconds (0 = run until all requests finish)")
 
-	fl.StringVar(&f.workloadType, "workload", "distribution", "workload type (only distribution)")
+	fl.StringVar(&f.workloadType, "workload", "distribution", "workload: distribution, or a BLIS preset ("+strings.Join(workload.PresetNames(), ", ")+") whose lengths and prefix replace the defaults")
+	fl.StringVar(&f.workloadSpec, "workload-spec", "", "YAML workload specification (BLIS workload spec v2); replaces --workload, and --rate, --num-requests, --horizon and --seed override its values when given")
 	fl.StringVar(&f.arrival, "arrival", "constant", "arrival process of the distribution workload: constant or poisson")
 	fl.Int64Var(&f.numRequests, "num-requests", 100, "number of requests")
 	fl.Float64Var(&f.rate, "rate", 1.0, "arrival rate in requests per second")
@@ -199,7 +201,9 @@ func checkFlags(fl *pflag.FlagSet, f *runFlags) error {
 		return fmt.Errorf("--num-instances must be <= %d, got %d", maxInstances, f.numInstances)
 	}
 	if f.workloadType != "distribution" {
-		return fmt.Errorf("--workload %q is not supported by blis run (known: distribution)", f.workloadType)
+		if _, err := workload.Preset(f.workloadType); err != nil {
+			return fmt.Errorf("--workload %q is not known (known: distribution, %s)", f.workloadType, strings.Join(workload.PresetNames(), ", "))
+		}
 	}
 	switch strings.ToLower(f.logLevel) {
 	case "trace", "debug", "info", "warn", "warning", "error", "fatal", "panic":
@@ -244,31 +248,119 @@ func instanceSpec(fl *pflag.FlagSet, f *runFlags) model.InstanceSpec {
 	return spec
 }
 
-// buildRun resolves the flags into a simulation configuration and its workload.
-func buildRun(fl *pflag.FlagSet, f *runFlags) (*sim.Config, workload.Source, error) {
-	if err := checkFlags(fl, f); err != nil {
+// runInput is a resolved `blis run`: the simulation, its workload and the SLO targets of the
+// metrics report.
+type runInput struct {
+	cfg     *sim.Config
+	src     workload.Source
+	targets map[string]workload.SLOTargets
+}
+
+// buildWorkload builds the workload source: a workload spec file, or the distribution workload
+// (possibly from a BLIS preset) configured by the flags. It may adjust the seed and horizon of
+// cfg to the spec's.
+func buildWorkload(fl *pflag.FlagSet, f *runFlags, cfg *sim.Config) (workload.Source, map[string]workload.SLOTargets, error) {
+	if f.workloadSpec != "" {
+		spec, err := workload.LoadSpecFile(f.workloadSpec)
+		if err != nil {
+			return nil, nil, err
+		}
+		// Flags given explicitly win over the file, as in BLIS.
+		if fl.Changed("rate") {
+			spec.AggregateRate = f.rate
+		}
+		if fl.Changed("num-requests") {
+			spec.NumRequests = f.numRequests
+		}
+		if fl.Changed("horizon") {
+			spec.Horizon = f.horizon
+		}
+		if !fl.Changed("seed") && spec.Seed != 0 {
+			cfg.Seed = spec.Seed
+		}
+		cfg.Horizon = spec.Horizon
+		src, err := spec.Source(cfg.Seed)
+		if err != nil {
+			return nil, nil, err
+		}
+		return src, spec.GoodputSLOTargets, nil
+	}
+	poisson, err := workload.ParseArrival(f.arrival)
+	if err != nil {
 		return nil, nil, err
+	}
+	dc := workload.DefaultDistributionConfig()
+	preset := f.workloadType != "distribution"
+	if preset {
+		if dc, err = workload.Preset(f.workloadType); err != nil {
+			return nil, nil, err
+		}
+	}
+	// With a preset, its lengths and prefix stand unless the flags are given explicitly.
+	if !preset || fl.Changed("prefix-tokens") {
+		dc.PrefixTokens = f.prefixTokens
+	}
+	setLen := func(l *workload.LengthConfig, name string, mean, stdev float64, lo, hi int) {
+		if !preset || fl.Changed(name) {
+			l.Mean = mean
+		}
+		if !preset || fl.Changed(name+"-stdev") {
+			l.Stdev = stdev
+		}
+		if !preset || fl.Changed(name+"-min") {
+			l.Min = lo
+		}
+		if !preset || fl.Changed(name+"-max") {
+			l.Max = hi
+		}
+	}
+	setLen(&dc.Input, "prompt-tokens", f.promptMean, f.promptStdev, f.promptMin, f.promptMax)
+	setLen(&dc.Output, "output-tokens", f.outputMean, f.outputStdev, f.outputMin, f.outputMax)
+	dc.Rate, dc.NumRequests, dc.Poisson, dc.Horizon = f.rate, f.numRequests, poisson, f.horizon
+	src, err := workload.NewDistribution(dc, cfg.Seed)
+	return src, nil, err
+}
+
+// sloTargets maps a workload's per-class goodput targets (ms) to the report's per-class-index
+// targets (µs).
+func sloTargets(targets map[string]workload.SLOTargets, names *workload.Tables) []metrics.SLOTarget {
+	if len(targets) == 0 || names == nil {
+		return nil
+	}
+	out := make([]metrics.SLOTarget, len(names.SLOClasses))
+	for i, class := range names.SLOClasses {
+		if t, ok := targets[class]; ok {
+			out[i] = metrics.SLOTarget{TTFT: int64(t.TTFT * 1000), ITL: int64(t.ITL * 1000), E2E: int64(t.E2E * 1000)}
+		}
+	}
+	return out
+}
+
+// buildRun resolves the flags into a simulation configuration and its workload.
+func buildRun(fl *pflag.FlagSet, f *runFlags) (*runInput, error) {
+	if err := checkFlags(fl, f); err != nil {
+		return nil, err
 	}
 	cat, err := model.DefaultCatalog()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if strings.TrimSpace(f.model) == "" {
 		_, err := cat.LookupModel("")
-		return nil, nil, fmt.Errorf("--model is required: %w", err)
+		return nil, fmt.Errorf("--model is required: %w", err)
 	}
 	resolved, err := cat.Resolve(instanceSpec(fl, f))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	inst, err := sim.InstanceFromResolved(resolved)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	inst.Preemption = sim.PreemptionPolicy(f.preemptionPolicy)
 	router, err := sim.RouterByName(f.routingPolicy)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	cfg := &sim.Config{
 		Router:           router,
@@ -281,41 +373,28 @@ func buildRun(fl *pflag.FlagSet, f *runFlags) (*sim.Config, workload.Source, err
 	for range f.numInstances {
 		cfg.Instances = append(cfg.Instances, inst)
 	}
+	src, targets, err := buildWorkload(fl, f, cfg)
+	if err != nil {
+		return nil, err
+	}
 	if err := cfg.Validate(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-
-	poisson, err := workload.ParseArrival(f.arrival)
-	if err != nil {
-		return nil, nil, err
-	}
-	dc := workload.DistributionConfig{
-		Rate:         f.rate,
-		NumRequests:  f.numRequests,
-		Poisson:      poisson,
-		PrefixTokens: f.prefixTokens,
-		Input:        workload.LengthConfig{Mean: f.promptMean, Stdev: f.promptStdev, Min: f.promptMin, Max: f.promptMax},
-		Output:       workload.LengthConfig{Mean: f.outputMean, Stdev: f.outputStdev, Min: f.outputMin, Max: f.outputMax},
-		Horizon:      f.horizon,
-	}
-	src, err := workload.NewDistribution(dc, f.seed)
-	if err != nil {
-		return nil, nil, err
-	}
-	return cfg, src, nil
+	return &runInput{cfg: cfg, src: src, targets: targets}, nil
 }
 
 // runSimulation is `blis run`: resolve, simulate, print the metrics, write the metrics file.
 func runSimulation(stdout io.Writer, fl *pflag.FlagSet, f *runFlags) error {
-	cfg, src, err := buildRun(fl, f)
+	in, err := buildRun(fl, f)
 	if err != nil {
 		return err
 	}
-	res, err := sim.Run(cfg, src)
+	res, err := sim.Run(in.cfg, in.src)
 	if err != nil {
 		return err
 	}
-	report := res.Report(src.Tables(), metrics.Options{})
+	names := in.src.Tables()
+	report := res.Report(names, metrics.Options{Targets: sloTargets(in.targets, names)})
 	if err := report.WriteBLIS(stdout); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/inference-sim/blis-operator/internal/engine/metrics"
+	"github.com/inference-sim/blis-operator/internal/engine/workload"
 )
 
 // runCLI executes `blis run args...` and returns stdout and the error.
@@ -152,7 +153,8 @@ func TestRunRejectsBadInput(t *testing.T) {
 		{[]string{"--model", testModel, "--latency-model", "roofline", "--alpha-coeffs", "1,2,3"}, "roofline"},
 		{[]string{"--model", testModel, "--max-model-len", "99999999999"}, "--max-model-len"},
 		{[]string{"--model", testModel, "--horizon", "-1"}, "--horizon"},
-		{[]string{"--model", testModel, "--workload", "chatbot"}, "known: distribution"},
+		{[]string{"--model", testModel, "--workload", "chat"}, "known: distribution"},
+		{[]string{"--model", testModel, "--workload-spec", "/nonexistent/spec.yaml"}, "spec.yaml"},
 		{[]string{"--model", testModel, "--arrival", "gamma"}, "arrival"},
 		{[]string{"--model", testModel, "--log", "loud"}, "--log"},
 		{[]string{"--model", testModel, "stray-argument"}, "unknown command"},
@@ -196,5 +198,66 @@ func TestRunEdgeCombinations(t *testing.T) {
 		if c.InjectedRequests > 30 {
 			t.Errorf("%v: injected %d of 30", extra, c.InjectedRequests)
 		}
+	}
+}
+
+// A BLIS preset replaces the default lengths; explicit length flags still win.
+func TestRunWorkloadPreset(t *testing.T) {
+	total := func(args ...string) int64 {
+		out, err := runCLI(t, append([]string{"--model", testModel, "--num-requests", "20", "--rate", "2"}, args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks := splitBlocks(t, out)
+		return blocks[len(blocks)-1].TotalInputTokens
+	}
+	def, sum := total(), total("--workload", "summarization")
+	if sum <= 2*def {
+		t.Fatalf("summarization prompts (%d tokens in all) should be much longer than the default (%d)", sum, def)
+	}
+	if fixed := total("--workload", "summarization", "--prompt-tokens", "100", "--prompt-tokens-stdev", "0", "--prompt-tokens-min", "100", "--prompt-tokens-max", "100"); fixed != 20*(100+mustPrefix(t, "summarization")) {
+		t.Fatalf("explicit prompt flags should override the preset: %d input tokens", fixed)
+	}
+}
+
+func mustPrefix(t *testing.T, preset string) int64 {
+	t.Helper()
+	dc, err := workload.Preset(preset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int64(dc.PrefixTokens)
+}
+
+// A BLIS workload spec file runs unchanged; --num-requests overrides its request count.
+func TestRunWorkloadSpec(t *testing.T) {
+	spec := "../../../shared/data/blis/examples/prefix-affinity-demo.yaml"
+	if _, err := os.Stat(spec); err != nil {
+		spec = "/work/shared/data/blis/examples/prefix-affinity-demo.yaml"
+	}
+	out, err := runCLI(t, "--model", testModel, "--num-instances", "2", "--routing-policy", "least-loaded", "--workload-spec", spec, "--num-requests", "50")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := splitBlocks(t, out)
+	c := blocks[len(blocks)-1]
+	if c.InjectedRequests != 50 || c.CompletedRequests != 50 {
+		t.Fatalf("cluster %+v", c)
+	}
+	// Run twice: the spec's own seed makes it reproducible.
+	again, err := runCLI(t, "--model", testModel, "--num-instances", "2", "--routing-policy", "least-loaded", "--workload-spec", spec, "--num-requests", "50")
+	if err != nil || again != out {
+		t.Fatalf("repeated spec run differs (%v)", err)
+	}
+}
+
+func TestSLOTargetsByClassIndex(t *testing.T) {
+	names := &workload.Tables{SLOClasses: []string{"standard", "critical"}}
+	got := sloTargets(map[string]workload.SLOTargets{"critical": {TTFT: 100, E2E: 2500.5}}, names)
+	if len(got) != 2 || got[0] != (metrics.SLOTarget{}) || got[1] != (metrics.SLOTarget{TTFT: 100_000, E2E: 2_500_500}) {
+		t.Fatalf("targets %+v", got)
+	}
+	if sloTargets(nil, names) != nil {
+		t.Fatal("no targets must give no gating")
 	}
 }
