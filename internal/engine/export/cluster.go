@@ -1,6 +1,7 @@
 package export
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/inference-sim/blis-operator/internal/engine/export/llmd"
 	"github.com/inference-sim/blis-operator/internal/engine/model"
+	"go.yaml.in/yaml/v3"
 )
 
 // Pool roles.
@@ -230,4 +232,37 @@ func validName(s string) bool {
 		}
 	}
 	return true
+}
+
+// ClusterYAML writes a cluster input as YAML that ParseCluster reads back.
+func ClusterYAML(c *Cluster) ([]byte, error) {
+	raw, err := json.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	// JSON is YAML: decoding it into a node keeps the struct's key order.
+	var n yaml.Node
+	if err := yaml.Unmarshal(raw, &n); err != nil {
+		return nil, err
+	}
+	setBlockStyle(&n)
+	out, err := llmd.Marshal(&n)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := ParseCluster(out); err != nil {
+		return nil, fmt.Errorf("cluster YAML does not read back: %w", err)
+	}
+	return out, nil
+}
+
+// setBlockStyle turns JSON's flow style into block style.
+func setBlockStyle(n *yaml.Node) {
+	n.Style &^= yaml.FlowStyle
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!str" {
+		n.Style = 0
+	}
+	for _, c := range n.Content {
+		setBlockStyle(c)
+	}
 }
