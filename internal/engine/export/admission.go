@@ -168,7 +168,7 @@ func (bd *builder) priorityClasses() error {
 			}
 			out[k] = p
 		}
-		bd.classPriorities, bd.objectiveByTenant = out, true
+		bd.classPriorities = out
 		return bd.approx(stage, "tenant-priority: one InferenceObjective per tenant; each tenant's requests must send x-llm-d-inference-objective: <tenant> (other tenants get priority 0, the simulator gives them default_score %v)",
 			num(ps.Params, "default_score", 0))
 	case "deadline-aware":

@@ -162,6 +162,17 @@ func (r *Result) Files() []File {
 	return append([]File(nil), r.files...)
 }
 
+// ConfigMapData returns the files as ConfigMap data (file name → content), the form the
+// operator stores a promoted configuration in; an endpoint picker mounting the ConfigMap reads
+// FileEPPConfig as its --config-file.
+func (r *Result) ConfigMapData() map[string]string {
+	m := make(map[string]string, len(r.files))
+	for _, f := range r.files {
+		m[f.Name] = string(f.Content)
+	}
+	return m
+}
+
 // File returns the content of a generated file, nil if it was not generated.
 func (r *Result) File(name string) []byte {
 	for _, f := range r.files {
@@ -190,14 +201,13 @@ type builder struct {
 	warnings []Warning
 	names    map[string]int
 
-	classPriorities   map[string]int // objective name -> priority
-	objectiveByTenant bool
-	flowControl       bool
-	fairnessRef       string
-	orderingRef       string
-	detector          *llmd.Plugin
-	precise           bool
-	priorityArgs      bool
+	classPriorities map[string]int // objective name -> priority
+	flowControl     bool
+	fairnessRef     string
+	orderingRef     string
+	detector        *llmd.Plugin
+	precise         bool
+	priorityArgs    bool
 }
 
 // Export maps in to llm-d configuration for the selected target. The error names the part of
