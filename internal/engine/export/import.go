@@ -88,12 +88,23 @@ func Import(data []byte, objectives ...[]byte) (*Imported, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := llmd.TargetForAPIVersion(cfg.APIVersion)
+	candidates, err := llmd.TargetsForAPIVersion(cfg.APIVersion)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := llmd.Validate(cfg, t, llmd.ValidateOptions{AllowExperimental: true}); err != nil {
-		return nil, fmt.Errorf("import: the configuration does not load in %s: %w", t.Router, err)
+	var firstErr error
+	for _, t := range candidates {
+		if _, err := llmd.Validate(cfg, t, llmd.ValidateOptions{AllowExperimental: true}); err != nil {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("import: the configuration does not load in %s: %w", t.Router, err)
+			}
+			continue
+		}
+		firstErr = nil
+		break
+	}
+	if firstErr != nil {
+		return nil, firstErr
 	}
 	ip := &importer{cfg: cfg, byName: map[string]*llmd.Plugin{}, params: map[string]map[string]any{},
 		im: &Imported{Bundle: &policy.Bundle{}, APIVersion: cfg.APIVersion}, used: map[string]bool{}, classes: map[string]int32{}}

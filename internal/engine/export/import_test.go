@@ -139,6 +139,11 @@ func TestImportLegacyNames(t *testing.T) {
 	if s := im.Bundle.Routing.Scorers; len(s) != 1 || s[0].Name != policy.ScorerPrefixCache || s[0].Params["prefixMatchInfoProducerName"] != preciseProducer {
 		t.Fatalf("scorers: %v", s)
 	}
+	// The legacy group is still accepted by v0.10 for current plugins.
+	cur := "apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins: [{type: token-producer}, {type: queue-scorer}]\nschedulingProfiles: []\n"
+	if _, err := Import([]byte(cur)); err != nil {
+		t.Fatalf("legacy group with a v0.9+ plugin: %v", err)
+	}
 	// A v1alpha1 document with the removed parameter does not load, and is refused.
 	if _, err := Import([]byte(strings.Replace(doc, "inference.networking.x-k8s.io/v1alpha1", "llm-d.ai/v1alpha1", 1))); err == nil {
 		t.Fatal("removed pd-profile-handler threshold accepted on v1alpha1")

@@ -99,6 +99,22 @@ func TargetForAPIVersion(apiVersion string) (Target, error) {
 		apiVersion, APIVersionV1Alpha1, APIVersionLegacy, APIVersionV1)
 }
 
+// TargetsForAPIVersion lists the release lines that accept apiVersion, the newest first. A
+// document is checked against them in turn: a legacy-group document may be a current one that
+// kept the old group, or an old one with parameters current releases reject.
+func TargetsForAPIVersion(apiVersion string) ([]Target, error) {
+	switch apiVersion {
+	case APIVersionLegacy:
+		return []Target{targets[2], targets[0]}, nil
+	case APIVersionV1Alpha1:
+		return []Target{targets[2], targets[3]}, nil
+	case APIVersionV1:
+		return []Target{targets[3]}, nil
+	}
+	_, err := TargetForAPIVersion(apiVersion)
+	return nil, err
+}
+
 // AtLeast reports whether t is the release line named by other or a later one.
 func (t Target) AtLeast(other string) bool {
 	o, err := LookupTarget(other)
