@@ -188,14 +188,15 @@ var errRefused = errors.New("no llm-d equivalent")
 
 // builder accumulates one export.
 type builder struct {
-	in     Input
-	opts   Options
-	t      llmd.Target
-	b      *policy.Bundle
-	engine *model.VLLMEngineConfig // nil without a model
-	model  string
-	pools  []Pool
-	pd     bool
+	in       Input
+	opts     Options
+	t        llmd.Target
+	b        *policy.Bundle
+	engine   *model.VLLMEngineConfig // nil without a model
+	resolved *model.Resolved
+	model    string
+	pools    []Pool
+	pd       bool
 
 	cfg      llmd.EndpointPickerConfig
 	warnings []Warning
@@ -290,7 +291,7 @@ func (bd *builder) resolveEngine() error {
 		return nil
 	}
 	e := r.Engine
-	bd.engine = &e
+	bd.engine, bd.resolved = &e, r
 	bd.model = bd.in.Cluster.Model
 	if bd.model == "" {
 		bd.model = r.ModelName

@@ -181,7 +181,7 @@ func (ip *importer) objectives(docs [][]byte) error {
 // handler finds the profile handler plugin.
 func (ip *importer) handler() *llmd.Plugin {
 	for i := range ip.cfg.Plugins {
-		if info, ok := llmd.Lookup(llmd.Targets()[2], ip.cfg.Plugins[i].Type); ok && info.Role == llmd.RoleHandler {
+		if info, ok := llmd.Info(ip.cfg.Plugins[i].Type); ok && info.Role == llmd.RoleHandler {
 			return &ip.cfg.Plugins[i]
 		}
 		if ip.cfg.Plugins[i].Type == "pd-profile-handler" {
@@ -223,7 +223,7 @@ func (ip *importer) routing() error {
 		auto := llmd.SchedulingProfile{Name: "default"}
 		for i := range ip.cfg.Plugins {
 			p := &ip.cfg.Plugins[i]
-			if info, ok := llmd.Lookup(llmd.Targets()[2], p.Type); ok && (info.Role == llmd.RoleFilter || info.Role == llmd.RoleScorer || info.Role == llmd.RolePicker) {
+			if info, ok := llmd.Info(p.Type); ok && (info.Role == llmd.RoleFilter || info.Role == llmd.RoleScorer || info.Role == llmd.RolePicker) {
 				auto.Plugins = append(auto.Plugins, llmd.ProfilePlugin{PluginRef: p.RefName()})
 			}
 		}
@@ -271,7 +271,7 @@ func (ip *importer) routing() error {
 			continue
 		}
 		ip.used[p.RefName()] = true
-		info, _ := llmd.Lookup(llmd.Targets()[2], p.Type)
+		info, _ := llmd.Info(p.Type)
 		m := ip.params[p.RefName()]
 		switch {
 		case p.Type == "decode-filter" || p.Type == "prefill-filter":
@@ -529,7 +529,7 @@ func (ip *importer) admission() {
 func (ip *importer) markFlowPlugins() {
 	for i := range ip.cfg.Plugins {
 		p := &ip.cfg.Plugins[i]
-		if info, ok := llmd.Lookup(llmd.Targets()[2], p.Type); ok && info.Role == llmd.RoleFlow {
+		if info, ok := llmd.Info(p.Type); ok && info.Role == llmd.RoleFlow {
 			ip.used[p.RefName()] = true
 		}
 	}

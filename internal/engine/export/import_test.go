@@ -213,7 +213,7 @@ func norm(t *testing.T, data []byte, skip []Unsupported) string {
 	handlers := 0
 	for i := range cfg.Plugins {
 		p := &cfg.Plugins[i]
-		info, ok := llmd.Lookup(llmd.Targets()[2], p.Type)
+		info, ok := llmd.Info(p.Type)
 		if !ok || skipped(p) || infraTypes[p.Type] && p.Type != "single-profile-handler" {
 			continue
 		}
@@ -240,7 +240,7 @@ func norm(t *testing.T, data []byte, skip []Unsupported) string {
 			if skipped(p) {
 				continue
 			}
-			info, _ := llmd.Lookup(llmd.Targets()[2], p.Type)
+			info, _ := llmd.Info(p.Type)
 			switch {
 			case info.Role == llmd.RolePicker:
 				picker = "picker " + p.Type + params(p)

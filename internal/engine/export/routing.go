@@ -209,6 +209,7 @@ func (bd *builder) precisePrefix(s *scorerOut) error {
 		s.params = &llmd.PrecisePrefixCacheParams{TokenProcessorConfig: tpc}
 		return nil
 	}
+	bd.note("routing", "the precise producer tokenizes prompts with the auto-created token-producer; configure token-producer (modelName, tokenizer endpoint) for the deployment as llm-d-router's epp-precise-prefix-cache-config.yaml does")
 	bd.addPlugin(preciseProducer, &llmd.PrecisePrefixCacheParams{TokenProcessorConfig: tpc})
 	bd.addPlugin("endpoint-notification-source", nil)
 	bd.addPlugin("metrics-data-source", nil)

@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	"github.com/inference-sim/blis-operator/internal/engine/export/llmd"
-	"github.com/inference-sim/blis-operator/internal/engine/model"
 	"github.com/inference-sim/blis-operator/internal/engine/policy"
 )
 
@@ -149,14 +148,7 @@ func (bd *builder) modelServers() ([]ModelServer, error) {
 
 // offloadBytes is the CPU memory of blocks KV blocks of the resolved model.
 func (bd *builder) offloadBytes(blocks int64) (int64, error) {
-	r := bd.in.Resolved
-	if r == nil {
-		var err error
-		r, err = model.Resolve(model.InstanceSpec{Model: bd.in.Cluster.Model, GPU: bd.in.Cluster.GPU, Engine: bd.in.Cluster.Engine})
-		if err != nil {
-			return 0, err
-		}
-	}
+	r := bd.resolved
 	perBlock := r.Model.KVCacheBytesPerTokenPerGPU(r.Engine.TensorParallelSize) * float64(r.Engine.BlockSize) * float64(r.Engine.TensorParallelSize)
 	total := perBlock * float64(blocks)
 	if !(total > 0) || total > math.MaxInt64/2 {

@@ -158,3 +158,20 @@ func TestDecodeObjectives(t *testing.T) {
 		t.Fatal("unknown spec key accepted")
 	}
 }
+
+func TestValidateDiscoveryPerAPIVersion(t *testing.T) {
+	ok := "apiVersion: llm-d.ai/v1alpha1\nkind: EndpointPickerConfig\nplugins: [{type: file-discovery}]\nschedulingProfiles: []\ndataLayer: {discovery: {pluginRef: file-discovery}}\n"
+	if err := validateDoc(t, "llm-d-v0.10", ok); err != nil {
+		t.Fatal(err)
+	}
+	if err := validateDoc(t, "llm-d-v1", strings.Replace(ok, "llm-d.ai/v1alpha1", "llm-d.ai/v1", 1)); err == nil || !strings.Contains(err.Error(), "discovery") {
+		t.Fatalf("v1alpha1 discovery form accepted for llm-d.ai/v1: %v", err)
+	}
+	v1 := "apiVersion: llm-d.ai/v1\nkind: EndpointPickerConfig\nplugins: [{type: file-discovery}]\nschedulingProfiles: []\ndataLayer: {discovery: {endpoints: {pluginRef: file-discovery}}}\n"
+	if err := validateDoc(t, "llm-d-v1", v1); err != nil {
+		t.Fatal(err)
+	}
+	if err := validateDoc(t, "llm-d-v1", strings.Replace(v1, "pluginRef: file-discovery}}", "pluginRef: nope}}", 1)); err == nil {
+		t.Fatal("dangling discovery reference accepted")
+	}
+}

@@ -387,6 +387,12 @@ func Lookup(t Target, typ string) (PluginInfo, bool) {
 	return p, true
 }
 
+// Info returns the registry entry of a plugin type registered by any supported release.
+func Info(typ string) (PluginInfo, bool) {
+	p, ok := registry[typ]
+	return p, ok
+}
+
 // RegisteredTypes lists the plugin types target t registers, sorted.
 func RegisteredTypes(t Target) []string {
 	var out []string

@@ -228,6 +228,29 @@ func Validate(cfg *EndpointPickerConfig, t Target, o ValidateOptions) (warnings 
 			}
 		}
 		ref("dataLayer.crossReplicaSyncerPluginRef", d.CrossReplicaSyncerPluginRef)
+		// discovery is {pluginRef} in v1alpha1 and {endpoints: {pluginRef}, peers: {pluginRef}}
+		// in v1.
+		allowed := map[string]bool{"pluginRef": true}
+		if t.order == vMain {
+			allowed = map[string]bool{"endpoints": true, "peers": true}
+		}
+		for _, k := range sortedKeys(d.Discovery) {
+			if !allowed[k] {
+				fail("dataLayer.discovery: unknown field %q for %s", k, t.Name)
+				continue
+			}
+			v := d.Discovery[k]
+			if k != "pluginRef" {
+				m, _ := v.(map[string]any)
+				v = m["pluginRef"]
+			}
+			name, _ := v.(string)
+			if name == "" {
+				fail("dataLayer.discovery.%s: pluginRef is required", k)
+				continue
+			}
+			refRole("dataLayer.discovery."+k, name, RoleData)
+		}
 	}
 	// Plugin-to-plugin references inside parameters.
 	for i := range cfg.Plugins {
