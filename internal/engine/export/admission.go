@@ -316,6 +316,12 @@ func (bd *builder) anyNegativePriority() bool {
 func (bd *builder) setDetector(typ string, params any) {
 	name := bd.addPlugin(typ, params)
 	bd.detector = &bd.cfg.Plugins[len(bd.cfg.Plugins)-1]
+	if !bd.t.AtLeast("llm-d-v0.10") {
+		// v0.9 reads the detector from the top-level key, which v0.10 keeps as a
+		// deprecated alias of flowControl.saturationDetector.
+		bd.cfg.SaturationDetector = &llmd.PluginRef{PluginRef: name}
+		return
+	}
 	if bd.cfg.FlowControl == nil {
 		bd.cfg.FlowControl = &llmd.FlowControl{}
 	}

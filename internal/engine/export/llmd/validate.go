@@ -49,6 +49,12 @@ func Validate(cfg *EndpointPickerConfig, t Target, o ValidateOptions) (warnings 
 			fail("featureGates: %q: value must be true or false", g)
 		}
 	}
+	if t.order == v010 && cfg.SaturationDetector != nil {
+		warnings = append(warnings, "top-level saturationDetector is deprecated (use flowControl.saturationDetector)")
+	}
+	if t.order == v010 && cfg.Parser != nil {
+		warnings = append(warnings, "top-level parser is deprecated (use requestHandler.parsers)")
+	}
 	if t.order == vMain && cfg.SaturationDetector != nil {
 		fail("saturationDetector: top-level key removed in %s (use flowControl.saturationDetector)", APIVersionV1)
 	}
