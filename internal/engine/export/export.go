@@ -324,6 +324,9 @@ func refuse(stage, format string, a ...any) error {
 func (bd *builder) addPlugin(typ string, params any) string {
 	n := bd.names[typ]
 	bd.names[typ] = n + 1
+	if params != nil && isZeroParams(params) {
+		params = nil // every parameter at its default: write none
+	}
 	p := llmd.Plugin{Type: typ, Parameters: params}
 	if n > 0 {
 		p.Name = fmt.Sprintf("%s-%d", typ, n+1)
