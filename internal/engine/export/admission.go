@@ -383,5 +383,6 @@ func (bd *builder) objectives() ([]llmd.InferenceObjective, error) {
 				PoolRef: llmd.PoolRef{Group: "inference.networking.k8s.io", Name: bd.opts.Name}},
 		})
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Metadata.Name < out[j].Metadata.Name })
 	return out, nil
 }

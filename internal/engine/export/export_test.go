@@ -234,3 +234,45 @@ func TestLinearCEL(t *testing.T) {
 		}
 	}
 }
+
+func TestExportNamesAndObjectives(t *testing.T) {
+	// Two prefix-cache-scorer plugins (approximate and precise) get distinct names.
+	b := loadBundle(t, "routing: {policy: weighted, scorers: [{name: prefix-affinity, weight: 1}, {name: precise-prefix-cache, weight: 2}]}\n")
+	res, err := Export(Input{Bundle: b, Cluster: Cluster{Model: llama}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refs []string
+	for _, pp := range res.Config.SchedulingProfiles[0].Plugins {
+		refs = append(refs, pp.PluginRef)
+	}
+	if got := strings.Join(refs, ","); got != "decode-filter,prefix-cache-scorer,prefix-cache-scorer-2,max-score-picker" {
+		t.Fatalf("profile refs: %s", got)
+	}
+	// Tenant names become object names, with a note; two names that collide are an error.
+	b = loadBundle(t, "priority: {policy: tenant-priority, params: {tenant_scores: {Team_A: 2, b: 1}}}\nrouting: {policy: weighted}\n")
+	res, err = Export(Input{Bundle: b}, Options{Namespace: "ns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Objectives) != 2 || res.Objectives[0].Metadata.Name != "b" || res.Objectives[1].Metadata.Name != "team-a" ||
+		*res.Objectives[1].Spec.Priority != 2 || res.Objectives[1].Metadata.Namespace != "ns" {
+		t.Fatalf("objectives: %+v", res.Objectives)
+	}
+	if !strings.Contains(string(res.File(FileWarnings)), `"Team_A" is written as InferenceObjective "team-a"`) {
+		t.Fatalf("rename not reported:\n%s", res.File(FileWarnings))
+	}
+	b = loadBundle(t, "priority: {policy: tenant-priority, params: {tenant_scores: {Team_A: 2, team-a: 1}}}\nrouting: {policy: weighted}\n")
+	if _, err := Export(Input{Bundle: b}, Options{}); err == nil || !strings.Contains(err.Error(), "same object name") {
+		t.Fatalf("colliding names: %v", err)
+	}
+	// Non-integer class priorities are rounded with a warning, or refused in strict mode.
+	b = loadBundle(t, "priority: {policy: slo-based, params: {class_scores: {gold: 2.5}}}\nrouting: {policy: weighted}\n")
+	res, err = Export(Input{Bundle: b, Cluster: Cluster{SLOClasses: []string{"gold"}}}, Options{})
+	if err != nil || *res.Objectives[0].Spec.Priority != 3 || !strings.Contains(string(res.File(FileWarnings)), "rounded") {
+		t.Fatalf("rounding: %v %v", res, err)
+	}
+	if _, err := Export(Input{Bundle: b, Cluster: Cluster{SLOClasses: []string{"gold"}}}, Options{Strict: true}); err == nil {
+		t.Fatal("strict mode accepted a rounded priority")
+	}
+}
