@@ -63,6 +63,13 @@ func goldenCases() []goldenCase {
 		{name: "autoscaler", bundle: "routing: {policy: weighted}\nautoscaler:\n  interval_us: 15000000\n  scale_up_stabilization_window_us: 30000000\n  scale_down_stabilization_window_us: 300000000\n  analyzer: {scale_up_threshold: 0.85, scale_down_boundary: 0.5}\n",
 			cluster: Cluster{Model: llama, Pools: []Pool{{Name: "vllm", Replicas: 4, MinReplicas: lo, MaxReplicas: hi}}}, opts: Options{InferencePool: true, Namespace: "inference"}},
 		{name: "no-model", bundle: "routing: {policy: weighted}\nscheduler: priority-fcfs\n"},
+		// Templates with no llm-d equivalent: the golden file holds the refusal.
+		{name: "refused-always-busiest", bundle: "routing: {policy: always-busiest}\n", cluster: mono},
+		{name: "refused-reject-all", bundle: "admission: {policy: reject-all}\nrouting: {policy: weighted}\n", cluster: mono},
+		{name: "refused-inverted-slo", bundle: "priority: {policy: inverted-slo}\nrouting: {policy: weighted}\n", cluster: mono},
+		{name: "refused-reverse-priority", bundle: "scheduler: reverse-priority\nrouting: {policy: weighted}\n", cluster: mono},
+		{name: "refused-routing-tree", bundle: "routing:\n  tree:\n    if: {observable: instance.queueDepth, op: \"<\", value: 4}\n    then: {score: 1}\n    else: {score: 0}\n", cluster: mono},
+		{name: "refused-admission-cel", bundle: "admission: {cel: \"global.saturation < 1.0 || request.sloClass != 'batch'\"}\nrouting: {policy: weighted}\n", cluster: mono},
 	}
 }
 
