@@ -118,6 +118,11 @@ func TestValidateCatchesWhatTheRouterRejects(t *testing.T) {
 	if err != nil || len(warns) == 0 {
 		t.Fatalf("v0.8: want a warning and no error, got %v %v", warns, err)
 	}
+	// Gates that v0.9 removed are still valid for v0.8.
+	cfg.FeatureGates = []string{"dataLayer"}
+	if _, err := Validate(cfg, tg, ValidateOptions{}); err != nil {
+		t.Fatalf("v0.8 dataLayer gate: %v", err)
+	}
 }
 
 func TestLookupTarget(t *testing.T) {

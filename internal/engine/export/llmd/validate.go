@@ -7,8 +7,18 @@ import (
 	"strings"
 )
 
-// Feature gates the router registers; listing any other gate stops it.
+// Feature gates the router registers; listing any other gate stops it. Before v0.9 the data
+// layer and legacy metrics were gated too (v0.9 removed those gates).
 var featureGates = map[string]bool{"flowControl": true, "haPopulateNonLeaderDatastore": true}
+
+var legacyFeatureGates = map[string]bool{"flowControl": true, "dataLayer": true, "enableLegacyMetrics": true, "prepareDataPlugins": true}
+
+func gateKnown(t Target, name string) bool {
+	if t.order == v08 {
+		return legacyFeatureGates[name]
+	}
+	return featureGates[name]
+}
 
 // ErrExperimental is wrapped by Validate's error when the configuration uses an Alpha plugin
 // and experimental plugins are not allowed.
@@ -43,8 +53,8 @@ func Validate(cfg *EndpointPickerConfig, t Target, o ValidateOptions) (warnings 
 	}
 	for _, g := range cfg.FeatureGates {
 		name, val, hasVal := strings.Cut(g, "=")
-		if !featureGates[name] {
-			fail("featureGates: unknown gate %q (known: flowControl, haPopulateNonLeaderDatastore)", name)
+		if !gateKnown(t, name) {
+			fail("featureGates: unknown gate %q for %s", name, t.Router)
 		} else if hasVal && val != "true" && val != "false" {
 			fail("featureGates: %q: value must be true or false", g)
 		}
