@@ -283,3 +283,17 @@ func TestExportNamesAndObjectives(t *testing.T) {
 		t.Fatal("strict mode accepted a rounded priority")
 	}
 }
+
+// A bundle's zero stabilisation window is written as 0, not left to Kubernetes' default of
+// five minutes for scale-down.
+func TestScaledObjectZeroWindows(t *testing.T) {
+	b := loadBundle(t, "routing: {policy: weighted}\nautoscaler: {interval_us: 1000000}\n")
+	lo, hi := bounds(1, 3)
+	res, err := Export(Input{Bundle: b, Cluster: Cluster{Pools: []Pool{{Name: "x", Replicas: 1, MinReplicas: lo, MaxReplicas: hi}}}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(res.File(FileScaledObjects)), "stabilizationWindowSeconds: 0"); n != 2 {
+		t.Fatalf("%d zero windows, want 2:\n%s", n, res.File(FileScaledObjects))
+	}
+}

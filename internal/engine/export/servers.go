@@ -198,12 +198,9 @@ func (bd *builder) scaledObjects() ([]llmd.ScaledObject, error) {
 		bd.note(stage, "the metrics scrape delay is simulated; in the cluster it is Prometheus' scrape interval")
 	}
 	poll := int32(max(1, math.Round(a.IntervalUs/1e6)))
-	secs := func(us float64) *int32 {
-		if us <= 0 {
-			return nil
-		}
-		return ptr(int32(math.Round(us / 1e6)))
-	}
+	// Windows are always written: an unset HPA scale-down window would be Kubernetes' five
+	// minutes, while a bundle's 0 means none.
+	secs := func(us float64) *int32 { return ptr(int32(math.Round(us / 1e6))) }
 	var out []llmd.ScaledObject
 	for _, p := range bd.pools {
 		lo, hi, ok := bd.bounds(p)
