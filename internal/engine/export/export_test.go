@@ -297,3 +297,33 @@ func TestScaledObjectZeroWindows(t *testing.T) {
 		t.Fatalf("%d zero windows, want 2:\n%s", n, res.File(FileScaledObjects))
 	}
 }
+
+// An export whose configuration holds an Alpha plugin is refused unless experimental plugins
+// are allowed, and then says in the file that the endpoint picker needs the flag.
+func TestRenderAlphaPlugins(t *testing.T) {
+	target, err := llmd.LookupTarget("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := func() (*builder, *Result) {
+		bd := &builder{t: target, b: &policy.Bundle{}, names: map[string]int{}}
+		bd.cfg = llmd.EndpointPickerConfig{APIVersion: target.APIVersion, Kind: llmd.KindEndpointPickerConfig}
+		bd.addPlugin("session-affinity-scorer", nil)
+		bd.addPlugin("max-score-picker", nil)
+		bd.cfg.SchedulingProfiles = []llmd.SchedulingProfile{{Name: "default", Plugins: []llmd.ProfilePlugin{
+			{PluginRef: "session-affinity-scorer", Weight: ptr(1.0)}, {PluginRef: "max-score-picker"}}}}
+		return bd, &Result{Target: target, Config: &bd.cfg}
+	}
+	bd, res := build()
+	err = res.render(bd, Options{})
+	if !errors.Is(err, llmd.ErrExperimental) || !strings.Contains(err.Error(), "session-affinity-scorer") || !strings.Contains(err.Error(), "--allow-experimental-plugins") {
+		t.Fatalf("want the Alpha plugin and the flag named, got %v", err)
+	}
+	bd, res = build()
+	if err := res.render(bd, Options{AllowExperimental: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(res.File(FileEPPConfig)), "run the endpoint picker with --allow-experimental-plugins") {
+		t.Fatalf("header does not name the flag:\n%s", res.File(FileEPPConfig))
+	}
+}
