@@ -184,9 +184,6 @@ func (ip *importer) handler() *llmd.Plugin {
 		if info, ok := llmd.Info(ip.cfg.Plugins[i].Type); ok && info.Role == llmd.RoleHandler {
 			return &ip.cfg.Plugins[i]
 		}
-		if ip.cfg.Plugins[i].Type == "pd-profile-handler" {
-			return &ip.cfg.Plugins[i]
-		}
 	}
 	return nil
 }
@@ -251,8 +248,11 @@ func (ip *importer) routing() error {
 			if pf, ok := byProfile[prefill]; ok && ip.profileKey(pf, "prefill-filter") != ip.profileKey(main, "decode-filter") {
 				ip.unsupported("schedulingProfiles["+prefill+"]", "the prefill profile differs from the decode profile; the simulator scores prefill endpoints with the decode profile %q", main.Name)
 			}
-			if encode := getString(getMap(hp, "deciders"), "encode"); encode != "" {
-				ip.unsupported("plugin "+encode, "encode disaggregation (multimodal) is not simulated")
+			if encode := firstNonEmpty(getString(getMap(hp, "deciders"), "encode"), getString(hp, "encodeDeciderPluginName")); encode != "" {
+				if ep := ip.byName[encode]; ep != nil {
+					ip.used[encode] = true
+					ip.unsupported(pluginElem(ep), "encode disaggregation (multimodal) is not simulated")
+				}
 			}
 		default:
 			ip.unsupported(pluginElem(h), "profile handler not simulated; the simulator routes with profile %q", main.Name)
