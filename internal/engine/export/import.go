@@ -287,7 +287,28 @@ func (ip *importer) routing() error {
 			if pp.Weight != nil {
 				w = *pp.Weight
 			}
-			if sp, ok := ip.scorer(p, m, w); ok {
+			sp, ok := ip.scorer(p, m, w)
+			if !ok {
+				break
+			}
+			merged := false
+			for i := range specs {
+				if specs[i].Name != sp.Name {
+					continue
+				}
+				// The simulator takes each scorer once: the same scorer twice with the same
+				// parameters is one scorer with the summed weight.
+				a, _ := json.Marshal(specs[i].Params)
+				c, _ := json.Marshal(sp.Params)
+				if string(a) == string(c) {
+					specs[i].Weight += sp.Weight
+				} else {
+					ip.unsupported(pluginElem(p), "a second %s with other parameters; the simulator takes one", sp.Name)
+				}
+				merged = true
+				break
+			}
+			if !merged {
 				specs = append(specs, sp)
 			}
 		default:

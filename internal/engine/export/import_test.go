@@ -139,6 +139,16 @@ func TestImportLegacyNames(t *testing.T) {
 	if s := im.Bundle.Routing.Scorers; len(s) != 1 || s[0].Name != policy.ScorerPrefixCache || s[0].Params["prefixMatchInfoProducerName"] != preciseProducer {
 		t.Fatalf("scorers: %v", s)
 	}
+	// The same scorer twice: one scorer with the summed weight, or listed when parameters differ.
+	twice := "apiVersion: llm-d.ai/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n- {name: a, type: load-aware-scorer}\n- {name: b, type: load-aware-scorer}\n" +
+		"- {name: c, type: load-aware-scorer, parameters: {threshold: 4}}\nschedulingProfiles:\n- name: default\n  plugins: [{pluginRef: a, weight: 2}, {pluginRef: b}, {pluginRef: c}]\n"
+	im, err = Import([]byte(twice))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := im.Bundle.Routing.Scorers; len(s) != 1 || s[0].Weight != 3 || len(im.Unsupported) != 1 || !strings.HasPrefix(im.Unsupported[0].Element, "plugin c ") {
+		t.Fatalf("scorers %v, unsupported %v", s, im.Unsupported)
+	}
 	// The legacy group is still accepted by v0.10 for current plugins.
 	cur := "apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins: [{type: token-producer}, {type: queue-scorer}]\nschedulingProfiles: []\n"
 	if _, err := Import([]byte(cur)); err != nil {
