@@ -267,7 +267,8 @@ func buildVersion() string {
 	return v
 }
 
-// run starts the manager with args and blocks until ctx is cancelled or the manager fails.
+// run starts the manager configured by o against the cluster of cfg and blocks until ctx is
+// cancelled (a termination signal) or the manager fails.
 func run(ctx context.Context, o *options, cfg *rest.Config) error {
 	log := ctrl.Log.WithName("setup")
 	scheme, err := newScheme()
