@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/inference-sim/blis-operator/internal/engine/latency"
+	"github.com/inference-sim/blis-operator/internal/engine/policy"
 )
 
 // PreemptionPolicy selects the victim when a running request cannot get KV blocks.
@@ -48,7 +49,9 @@ type InstanceConfig struct {
 	// the long-prefill cap) fits in the step's token budget, as vLLM does with chunked prefill
 	// off.
 	DisableChunkedPrefill bool
-	// Preemption is the victim policy; empty means fcfs.
+	// Preemption is the victim policy of a run without a policy bundle (the requests' priorities
+	// are then their SLO classes' GAIE priorities); empty means fcfs. With Config.Policy set it
+	// must be empty: the bundle's preemption policy applies to every instance.
 	Preemption PreemptionPolicy
 }
 
@@ -101,8 +104,15 @@ type Options struct {
 type Config struct {
 	// Instances are the replicas, indexed from 0.
 	Instances []InstanceConfig
-	// Router builds the policy that picks each request's instance at arrival; nil means
-	// round-robin.
+	// Policy is the control plane: admission, priority and routing at arrival, and every
+	// instance's scheduler and preemption orderings, with decision latencies and snapshot
+	// staleness. nil means BLIS's defaults (always-admit, constant priority, round-robin, fcfs
+	// scheduler, fcfs preemption) through a fast path that gives the same results as an empty
+	// bundle. The bundle is only read; a run builds fresh policy instances from it.
+	Policy *policy.Bundle
+	// Router is a lower-level routing override for runs without Policy: it builds the policy
+	// that picks each request's instance at arrival (nil means round-robin). It cannot be
+	// combined with Policy.
 	Router RouterFactory
 	// Seed is the master seed of the partitioned random streams.
 	Seed int64
@@ -111,7 +121,8 @@ type Config struct {
 	// Timeout is the per-request deadline after cluster arrival used when a request sets
 	// none (0 = DefaultTimeout, < 0 = no deadline).
 	Timeout int64
-	// AdmissionLatency and RoutingLatency delay the admission and routing decisions (µs).
+	// AdmissionLatency and RoutingLatency delay the admission and routing decisions (µs). A
+	// bundle's admission.latency_us and routing.latency_us, when set (> 0), replace them.
 	AdmissionLatency, RoutingLatency int64
 	// Options do not change results.
 	Options Options
@@ -135,5 +146,16 @@ func (c *Config) Validate() error {
 	case c.RoutingLatency < 0:
 		return fmt.Errorf("routing latency must be >= 0, got %d", c.RoutingLatency)
 	}
-	return nil
+	if c.Policy == nil {
+		return nil
+	}
+	if c.Router != nil {
+		return errors.New("set either a policy bundle or a router, not both")
+	}
+	for i := range c.Instances {
+		if c.Instances[i].Preemption != "" {
+			return fmt.Errorf("instance %d: the preemption policy comes from the policy bundle (preemption.policy), not the instance", i)
+		}
+	}
+	return c.Policy.Validate()
 }

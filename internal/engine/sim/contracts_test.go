@@ -18,7 +18,7 @@ func simulate(t *testing.T, cfg *Config, reqs []workload.Request, observe func(*
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	s := newSimulation(cfg, &sliceSource{reqs: reqs})
+	s := mustSim(t, cfg, &sliceSource{reqs: reqs})
 	if observe != nil {
 		s.observe = func(ev event) { observe(s, &ev) }
 	}

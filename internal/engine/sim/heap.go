@@ -13,7 +13,10 @@ const (
 	evInstanceArrival uint8 = 3
 	evQueued          uint8 = 4
 	evStep            uint8 = 6
-	evTimeout         uint8 = 8
+	// evSnapshotTick refreshes the router's periodic snapshot fields on their grid, after the
+	// steps of its instant (seed 001 §E.3: snapshot refresh last).
+	evSnapshotTick uint8 = 7
+	evTimeout      uint8 = 8
 )
 
 // event is a value type: the heap is a slice of these, so scheduling an event never allocates

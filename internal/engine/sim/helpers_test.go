@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"testing"
+
 	"math/rand/v2"
 
 	"github.com/inference-sim/blis-operator/internal/engine/latency"
@@ -102,4 +104,14 @@ func testInstance(m latency.Model) InstanceConfig {
 
 func defaultModel() *linearModel {
 	return &linearModel{base: 5000, perPrefill: 10, perDecode: 100, perCtx: 100, queueing: 1000, outTok: 40, post: 700}
+}
+
+// mustSim prepares a simulation of cfg on src, failing the test if the setup fails.
+func mustSim(t testing.TB, cfg *Config, src workload.Source) *simulation {
+	t.Helper()
+	s, err := newSimulation(cfg, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

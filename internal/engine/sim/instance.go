@@ -4,6 +4,7 @@ import (
 	"github.com/inference-sim/blis-operator/internal/engine/kvcache"
 	"github.com/inference-sim/blis-operator/internal/engine/latency"
 	"github.com/inference-sim/blis-operator/internal/engine/metrics"
+	"github.com/inference-sim/blis-operator/internal/engine/policy"
 )
 
 // runEntry is a running request's hot state: what every step reads and writes. Entries are
@@ -46,8 +47,16 @@ type instance struct {
 	alphaOut        int64 // output-token processing time, added to TTFT and each ITL
 	postDecode      int64 // added once to E2E of requests with output
 	priorityVictims bool
-	stats           *InstanceStats
-	col             *metrics.Collector
+	// victim picks preemption victims by a policy bundle's ordering over scheduler keys (nil:
+	// the tail of the batch, or priorityVictims without a bundle).
+	victim policy.Preemption
+	// runSeq numbers admissions into the running batch (the keys' RunSeq), with victim set.
+	runSeq uint64
+	// sig holds the rolling routing signals, kept only in runs with a policy bundle.
+	sig   signals
+	track bool
+	stats *InstanceStats
+	col   *metrics.Collector
 
 	waitQ       waitQueue
 	running     []runEntry // in vLLM's running order
@@ -282,7 +291,13 @@ func (s *simulation) preempt(in *instance, e *runEntry, c *runCold) {
 	r.skipped = r.skipped[:0]
 	r.preemptions++
 	in.stats.Preemptions++
-	in.waitQ.pushFront(qEntry(e.slot, r.gen))
+	in.waitQ.push(qEntry(e.slot, r.gen), s.schedKey(e.slot), true)
+	if in.track {
+		in.sig.queuedTokens += int64(r.input)
+	}
+	if s.ctl != nil && s.ctl.obs != nil {
+		s.ctl.obs.preempted(s.now, in.idx, r.id)
+	}
 }
 
 // reserve gets KV space for n tokens of the running entry at index i, preempting victims until
@@ -305,6 +320,8 @@ func (s *simulation) reserve(in *instance, i int, n int32, budget *int64, preemp
 		vi := len(in.running) - 1
 		if in.priorityVictims {
 			vi = in.priorityVictim(s.slab.reqs)
+		} else if in.victim != nil {
+			vi = s.ctl.victimIndex(in)
 		}
 		victim, victimCold := in.running[vi], in.cold[vi]
 		in.removeAt(vi)
@@ -360,6 +377,9 @@ func (s *simulation) step(in *instance, now int64) {
 		s.checkStep(in)
 	}
 	stepTime := max(in.lat.StepTime(sh), 1)
+	if in.track {
+		in.sig.step = ewma(in.sig.step, float64(stepTime), in.stats.Steps == 1)
+	}
 	gap := stepTime + in.alphaOut
 	in.gaps = append(in.gaps, gap)
 	in.cumGaps = append(in.cumGaps, in.cumGaps[len(in.cumGaps)-1]+gap)
@@ -471,6 +491,13 @@ func (s *simulation) admitWaiting(in *instance, now, budget int64) {
 			return
 		}
 		in.waitQ.popFront(true)
+		if in.track {
+			in.sig.admitted(r.input, cached)
+			if in.victim != nil {
+				in.runSeq++
+				s.ctl.st[slot].key.RunSeq = in.runSeq
+			}
+		}
 		in.running = append(in.running, runEntry{
 			slot: slot, progress: cached, input: r.input, output: r.output,
 			numNew: n, stamp: step,
@@ -506,6 +533,9 @@ func (s *simulation) execute(in *instance, done int64) (completed bool) {
 						r.ttftSet = true
 						r.ttft = done + in.alphaOut - r.arrival
 						r.firstTokenAt = done
+						if in.track {
+							s.firstToken(in, e.slot, r)
+						}
 					}
 				}
 			} else {
@@ -540,6 +570,10 @@ func (s *simulation) execute(in *instance, done int64) (completed bool) {
 		in.releaseTable(&c.kv)
 		if r.itlCount > 0 {
 			in.countITL(c.decodeFrom, step, r.skipped)
+			if in.track {
+				in.sig.tpot = ewma(in.sig.tpot, float64(r.itlSum)/float64(r.itlCount), !in.sig.hasTPOT)
+				in.sig.hasTPOT = true
+			}
 		}
 		completed = true
 		s.finishRequest(in, slot, OutcomeCompleted, done, "")

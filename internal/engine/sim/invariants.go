@@ -33,7 +33,8 @@ func (s *simulation) checkStep(in *instance) {
 // conservation, KV conservation and table consistency, causality, and the batch limit.
 func (s *simulation) checkInvariants() error {
 	// Request conservation: every generated request is finished or in exactly one place.
-	var finished, inStats int64
+	finished := s.res.Rejected + s.res.GatewayTimedOut
+	var inStats int64
 	for i := range s.insts {
 		st := s.insts[i].stats
 		finished += st.Completed + st.TimedOut + st.Dropped

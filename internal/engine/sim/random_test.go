@@ -70,7 +70,7 @@ func TestRandomConfigurations(t *testing.T) {
 		for k, eager := range []bool{false, true} {
 			c := *cfg
 			c.Options = Options{RequestRecords: true, CheckInvariants: true}
-			s := newSimulation(&c, &sliceSource{reqs: reqs})
+			s := mustSim(t, &c, &sliceSource{reqs: reqs})
 			s.eagerKV = eager
 			if err := s.run(); err != nil {
 				t.Fatalf("case %d (%+v, %+v): %v", i, cfg, sp, err)

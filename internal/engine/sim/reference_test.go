@@ -60,7 +60,7 @@ func runScenario(t *testing.T, sc scenario, eager, invariants bool) *Result {
 	if reqs == nil {
 		reqs = gen(sc.spec)
 	}
-	s := newSimulation(cfg, &sliceSource{reqs: reqs})
+	s := mustSim(t, cfg, &sliceSource{reqs: reqs})
 	s.eagerKV = eager
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)

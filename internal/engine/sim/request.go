@@ -1,6 +1,9 @@
 package sim
 
-import "github.com/inference-sim/blis-operator/internal/engine/workload"
+import (
+	"github.com/inference-sim/blis-operator/internal/engine/policy"
+	"github.com/inference-sim/blis-operator/internal/engine/workload"
+)
 
 // Request lifecycle states inside the simulator.
 const (
@@ -86,13 +89,26 @@ func (s *slab) release(i int32) {
 	s.live--
 }
 
-// waitQueue is a ring-buffer deque of (slot, generation) entries. Timed-out requests are removed
-// lazily: their entries go stale (generation or state mismatch) and are skipped when they reach
-// the front, so cancelling a queued request is O(1).
+// waitQueue is a ring-buffer deque of (slot, generation) entries: the fcfs order, where new
+// requests join the back and preempted ones return to the front, as in vLLM. With a non-fcfs
+// scheduler (sched set) it is instead a binary heap ordered by sched.Before over scheduler keys
+// copied at insertion, so a preempted request is re-inserted at its place in the order (vLLM's
+// priority mode). In both forms timed-out requests are removed lazily: their entries go stale
+// (generation or state mismatch) and are skipped when they reach the front, so cancelling a
+// queued request is O(1).
 type waitQueue struct {
 	buf        []uint64
 	head, size int
 	live       int32 // entries that are still valid
+
+	sched policy.Scheduler
+	items []qItem // the heap, when sched is set
+}
+
+// qItem is a heap entry: the queue entry and the scheduler key it is ordered by.
+type qItem struct {
+	key policy.SchedKey
+	e   uint64
 }
 
 func qEntry(slot int32, gen uint32) uint64 { return uint64(gen)<<32 | uint64(uint32(slot)) }
@@ -126,13 +142,80 @@ func (q *waitQueue) pushFront(e uint64) {
 }
 
 // front returns the first entry; the queue must not be empty.
-func (q *waitQueue) front() uint64 { return q.buf[q.head] }
+func (q *waitQueue) front() uint64 {
+	if q.sched != nil {
+		return q.items[0].e
+	}
+	return q.buf[q.head]
+}
 
 // popFront removes the first entry; live says whether it was a valid one.
 func (q *waitQueue) popFront(live bool) {
-	q.head = (q.head + 1) % len(q.buf)
-	q.size--
 	if live {
 		q.live--
 	}
+	if q.sched != nil {
+		q.popHeap()
+		return
+	}
+	q.head = (q.head + 1) % len(q.buf)
+	q.size--
+}
+
+// push inserts e with its scheduler key: by the scheduler's order in heap form, else at the
+// back (a new request) or the front (a preempted one).
+func (q *waitQueue) push(e uint64, k *policy.SchedKey, front bool) {
+	if q.sched == nil {
+		if front {
+			q.pushFront(e)
+		} else {
+			q.pushBack(e)
+		}
+		return
+	}
+	q.live++
+	q.size++
+	q.items = append(q.items, qItem{key: *k, e: e})
+	items := q.items
+	i := len(items) - 1
+	it := items[i]
+	for i > 0 {
+		p := (i - 1) / 2
+		if !q.sched.Before(&it.key, &items[p].key) {
+			break
+		}
+		items[i] = items[p]
+		i = p
+	}
+	items[i] = it
+}
+
+// popHeap removes the heap's first item.
+func (q *waitQueue) popHeap() {
+	q.size--
+	n := len(q.items) - 1
+	last := q.items[n]
+	q.items[n] = qItem{}
+	q.items = q.items[:n]
+	if n == 0 {
+		return
+	}
+	items := q.items
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		c := l
+		if r := l + 1; r < n && q.sched.Before(&items[r].key, &items[l].key) {
+			c = r
+		}
+		if !q.sched.Before(&items[c].key, &last.key) {
+			break
+		}
+		items[i] = items[c]
+		i = c
+	}
+	items[i] = last
 }

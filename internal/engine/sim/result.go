@@ -2,6 +2,7 @@ package sim
 
 import (
 	"github.com/inference-sim/blis-operator/internal/engine/metrics"
+	"github.com/inference-sim/blis-operator/internal/engine/policy"
 	"github.com/inference-sim/blis-operator/internal/engine/workload"
 )
 
@@ -22,9 +23,11 @@ const (
 	OutcomeRunning
 	// OutcomeUnrouted: arrived but not yet routed when the run ended (horizon).
 	OutcomeUnrouted
+	// OutcomeRejected: refused by the admission policy.
+	OutcomeRejected
 )
 
-var outcomeNames = [...]string{"completed", "timed_out", "dropped_unservable", "queued", "running", "unrouted"}
+var outcomeNames = [...]string{"completed", "timed_out", "dropped_unservable", "queued", "running", "unrouted", "rejected"}
 
 // String returns the outcome's snake_case name.
 func (o Outcome) String() string {
@@ -150,6 +153,11 @@ type Result struct {
 	Generated int64
 	// Unrouted counts requests still between cluster arrival and routing at the end.
 	Unrouted int64
+	// Rejected counts requests the admission policy refused; GatewayTimedOut those whose
+	// deadline passed while their admission was delayed. Both are on the Gateway collector.
+	Rejected, GatewayTimedOut int64
+	// Policy holds the policy pipeline's counters (runs with a policy bundle).
+	Policy policy.Stats
 	// End is the simulated time at which the run ended (the last processed event, capped by the
 	// horizon).
 	End int64

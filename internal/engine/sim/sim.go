@@ -68,6 +68,7 @@ type simulation struct {
 	dead    deadlineQueue
 	src     workload.Source
 	react   workload.Reactive
+	ctl     *control // the policy pipeline; nil without a bundle
 	router  Router
 	snaps   []Snapshot
 	routeRq RouteRequest
@@ -77,6 +78,8 @@ type simulation struct {
 	now        int64
 	srcSlot    int32 // slot of the source request whose arrival is scheduled, -1 if none
 	timeout    int64
+	admLat     int64
+	routeLat   int64
 	classPrio  []int32
 	unrouted   int64
 	err        error
@@ -99,26 +102,25 @@ func Run(cfg *Config, src workload.Source) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := newSimulation(cfg, src)
+	s, err := newSimulation(cfg, src)
+	if err != nil {
+		return nil, err
+	}
 	if err := s.run(); err != nil {
 		return nil, err
 	}
 	return s.res, nil
 }
 
-func newSimulation(cfg *Config, src workload.Source) *simulation {
+func newSimulation(cfg *Config, src workload.Source) (*simulation, error) {
 	streams := rng.New(cfg.Seed)
-	factory := cfg.Router
-	if factory == nil {
-		factory = RoundRobin
-	}
 	s := &simulation{
 		cfg:        cfg,
 		src:        src,
-		router:     factory(len(cfg.Instances), streams.Stream(rng.Router)),
-		snaps:      make([]Snapshot, len(cfg.Instances)),
 		srcSlot:    -1,
 		timeout:    cfg.Timeout,
+		admLat:     cfg.AdmissionLatency,
+		routeLat:   cfg.RoutingLatency,
 		res:        &Result{Instances: make([]InstanceStats, len(cfg.Instances))},
 		invariants: cfg.Options.CheckInvariants,
 	}
@@ -151,12 +153,27 @@ func newSimulation(cfg *Config, src workload.Source) *simulation {
 		in.itlDiff = make([]int32, 1, 1024) // one slot past the last step (difference array)
 		in.cumGaps = make([]int64, 1, 1024) // cumGaps[0] = 0: no steps yet
 	}
-	return s
+	if cfg.Policy != nil {
+		if err := s.newControl(streams); err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+	factory := cfg.Router
+	if factory == nil {
+		factory = RoundRobin
+	}
+	s.router = factory(len(cfg.Instances), streams.Stream(rng.Router))
+	s.snaps = make([]Snapshot, len(cfg.Instances))
+	return s, nil
 }
 
 // run is the event loop.
 func (s *simulation) run() error {
 	s.pullSource()
+	if s.ctl != nil && s.ctl.tick > 0 {
+		s.heap.push(0, evSnapshotTick, -1, -1)
+	}
 	horizon := s.cfg.Horizon
 	for s.err == nil {
 		// The next event is the earlier of the event heap's and the deadline queue's heads.
@@ -170,6 +187,9 @@ func (s *simulation) run() error {
 		}
 		if next == nil || (horizon > 0 && next.time > horizon) {
 			break
+		}
+		if !fromDead && next.kind() == evSnapshotTick && s.heap.len() == 1 && s.dead.len() == 0 {
+			break // nothing left to observe
 		}
 		var ev event
 		if fromDead {
@@ -186,7 +206,7 @@ func (s *simulation) run() error {
 		case evClusterArrival:
 			s.onClusterArrival(ev.req)
 		case evAdmission:
-			s.heap.push(s.now+s.cfg.RoutingLatency, evRouting, -1, ev.req)
+			s.onAdmission(ev.req)
 		case evRouting:
 			s.onRouting(ev.req)
 		case evInstanceArrival:
@@ -196,6 +216,8 @@ func (s *simulation) run() error {
 		case evStep:
 			s.insts[ev.inst].lastEvent(s.now)
 			s.step(&s.insts[ev.inst], s.now)
+		case evSnapshotTick:
+			s.onSnapshotTick()
 		case evTimeout:
 			s.onTimeout(ev.req)
 		}
@@ -297,29 +319,10 @@ func (s *simulation) onClusterArrival(slot int32) {
 		// source request exists at any time.
 		s.pullSource()
 	}
-	s.heap.push(s.now+s.cfg.AdmissionLatency, evAdmission, -1, slot)
-}
-
-func (s *simulation) onRouting(slot int32) {
-	r := &s.slab.reqs[slot]
-	for i := range s.insts {
-		s.insts[i].snapshot(&s.snaps[i])
+	if s.ctl != nil {
+		s.ctlArrival(slot)
 	}
-	s.routeRq = RouteRequest{
-		ID: r.id, Arrival: r.arrival, InputLen: r.input, OutputLen: r.output,
-		Client: r.client, Tenant: r.tenant, Class: r.class, Session: r.session,
-	}
-	target := s.router.Route(&s.routeRq, s.snaps)
-	if target < 0 || target >= len(s.insts) {
-		s.err = fmt.Errorf("sim: router chose instance %d of %d for request %d", target, len(s.insts), r.id)
-		return
-	}
-	r.inst = int32(target)
-	r.routedAt = s.now
-	in := &s.insts[target]
-	in.pending++
-	in.stats.Injected++
-	s.heap.push(s.now, evInstanceArrival, int32(target), slot)
+	s.heap.push(s.now+s.admLat, evAdmission, -1, slot)
 }
 
 func (s *simulation) onInstanceArrival(slot int32) {
@@ -368,7 +371,10 @@ func (s *simulation) onQueued(slot int32) {
 	}
 	r.state = stQueued
 	r.enqueuedAt = s.now
-	in.waitQ.pushBack(qEntry(slot, r.gen))
+	in.waitQ.push(qEntry(slot, r.gen), s.schedKey(slot), false)
+	if in.track {
+		in.sig.queuedTokens += int64(r.input)
+	}
 	if r.deadline > 0 && (s.cfg.Horizon == 0 || r.deadline <= s.cfg.Horizon) {
 		s.dead.push(s.heap.newEvent(r.deadline, evTimeout, int32(r.gen), slot))
 	}
@@ -400,6 +406,9 @@ func (s *simulation) onTimeout(slot int32) {
 	switch r.state {
 	case stQueued:
 		in.waitQ.live-- // the entry goes stale and is skipped when it reaches the front
+		if in.track {
+			in.sig.queuedTokens -= int64(r.input)
+		}
 	case stRunning:
 		in.removeRunning(slot, s.slab.reqs)
 	default:
@@ -439,6 +448,9 @@ func (s *simulation) finishRequest(in *instance, slot int32, out Outcome, done i
 		s.res.Records[s.recIdx[slot]] = rec
 	}
 	id, outTokens := r.id, rec.OutputTokens
+	if s.ctl != nil {
+		s.ctl.p.Finished(&s.ctl.st[slot].ticket, s.now)
+	}
 	s.dead.cancel(slot)
 	s.slab.release(slot)
 	if s.react != nil {
@@ -460,6 +472,7 @@ var statusOf = [...]metrics.Status{
 	OutcomeQueued:    metrics.StatusQueued,
 	OutcomeRunning:   metrics.StatusRunning,
 	OutcomeUnrouted:  metrics.StatusQueued,
+	OutcomeRejected:  metrics.StatusRejected,
 }
 
 // collect hands a request's record to a metrics collector.
@@ -542,19 +555,19 @@ func (s *simulation) finish() {
 			s.insts[r.inst].stats.StillRunning++
 		}
 		rec := s.record(int32(slot), out, end)
-		col := s.res.Gateway
 		if r.inst >= 0 {
-			col = s.insts[r.inst].col
-		} else if col == nil {
-			col = metrics.NewCollector("gateway", s.cfg.Options.RequestRecords)
-			s.res.Gateway = col
+			s.collect(s.insts[r.inst].col, &rec)
+		} else {
+			s.collect(s.gateway(), &rec)
 		}
-		s.collect(col, &rec)
 		if s.cfg.Options.RequestRecords {
 			s.res.Records[s.recIdx[slot]] = rec
 		}
 	}
 	s.res.Unrouted = s.unrouted
+	if s.ctl != nil {
+		s.res.Policy = s.ctl.p.Stats()
+	}
 	for i := range s.insts {
 		in := &s.insts[i]
 		ks := in.kv.Stats()
@@ -568,4 +581,12 @@ func (s *simulation) finish() {
 			CacheHits:            ks.HitBlocks,
 		}
 	}
+}
+
+// gateway returns the collector of requests that never reached an instance.
+func (s *simulation) gateway() *metrics.Collector {
+	if s.res.Gateway == nil {
+		s.res.Gateway = metrics.NewCollector("gateway", s.cfg.Options.RequestRecords)
+	}
+	return s.res.Gateway
 }

@@ -1,0 +1,419 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/inference-sim/blis-operator/internal/engine/kvcache"
+	"github.com/inference-sim/blis-operator/internal/engine/policy"
+	"github.com/inference-sim/blis-operator/internal/engine/rng"
+	"github.com/inference-sim/blis-operator/internal/engine/workload"
+)
+
+// This file is the cluster control plane of a run with a policy bundle: every decision point
+// (admission, priority, routing, preemption victims) is taken here or reported to the
+// decision observer from here.
+
+// maxAdmissionDelays bounds how often one request's admission may answer DELAY; the request is
+// then rejected, so a policy that delays forever cannot keep a run alive forever.
+const maxAdmissionDelays = 1024
+
+// ewmaWeight is the weight of a new sample in the rolling routing signals (as TCP's smoothed
+// round-trip time).
+const ewmaWeight = 0.125
+
+// ewma folds sample x into the running average avg (first: x is the first sample). The explicit
+// conversion keeps the product from being fused with the sum, so the result is the same on
+// every platform.
+func ewma(avg, x float64, first bool) float64 {
+	if first {
+		return x
+	}
+	return avg + float64((x-avg)*ewmaWeight)
+}
+
+// signals are an instance's rolling routing signals: recent TTFT, TPOT and prefix-cache hit rate
+// as exponentially weighted averages over requests, the recent step time, and the prompt
+// tokens waiting in its queue (for the estimated wait).
+type signals struct {
+	ttft, tpot, hit, step    float64
+	hasTTFT, hasTPOT, hasHit bool
+	queuedTokens             int64
+}
+
+// admitted updates the signals for a request leaving the wait queue for the batch with cached
+// of its input tokens found in the prefix cache.
+func (g *signals) admitted(input, cached int32) {
+	g.queuedTokens -= int64(input)
+	g.hit = ewma(g.hit, float64(cached)/float64(input), !g.hasHit)
+	g.hasHit = true
+}
+
+// ctlState is the control-plane state of one request slot.
+type ctlState struct {
+	view   policy.RequestView
+	ticket policy.Ticket
+	key    policy.SchedKey
+	// hashes backs view.PrefixHashes (the router's block hashes), reused across occupants.
+	hashes []uint64
+}
+
+// decisionObserver receives the control-plane decisions of a run with a policy bundle, in
+// processing order. It is nil unless set (tests; decision traces), and a nil observer costs one
+// comparison per decision.
+type decisionObserver interface {
+	admission(now int64, req *policy.RequestView, d *policy.AdmissionDecision)
+	routing(now int64, req *policy.RequestView, pd *policy.PriorityDecision, rd *policy.RoutingDecision)
+	preempted(now int64, inst int32, id uint64)
+}
+
+// control is a run's policy pipeline with its snapshot provider and per-slot state.
+type control struct {
+	p    *policy.Pipeline
+	prov *policy.SnapshotProvider
+	st   []ctlState // by request slot
+
+	tenants, classes []string
+	// blockSize and maxBlocks size the router's prefix hashes (blockSize 0 = none needed).
+	blockSize int32
+	maxBlocks int
+	// Stages that read instance snapshots; the others get the provider's copies unrefreshed,
+	// which they ignore.
+	admitSnaps, prioSnaps, routeSnaps bool
+	// none stands for the snapshots of stages that do not read them.
+	none []policy.InstanceSnapshot
+	// tick is the grid (µs) of the exact periodic snapshot refreshes, 0 = none.
+	tick int64
+	obs  decisionObserver
+
+	// precise caches the current request's hashes at one instance block size.
+	preciseSlot int32
+	preciseBS   int32
+	precise     []uint64
+	cur         int32 // slot being routed
+	insts       []instance
+	slab        *slab
+}
+
+// Templates that never read instance snapshots: a run whose stages are all among them skips
+// the snapshot refreshes (they would not change any decision).
+var (
+	snapshotFreeAdmission = map[string]bool{"always-admit": true, "reject-all": true, "token-bucket": true, "rate-limit": true, "tenant-quota": true}
+	snapshotFreePriority  = map[string]bool{"constant": true, "slo-based": true, "inverted-slo": true, "tenant-priority": true, "deadline-aware": true}
+	snapshotFreeRouting   = map[string]bool{"round-robin": true}
+)
+
+// newControl builds the run's pipeline from cfg.Policy.
+func (s *simulation) newControl(streams *rng.Partitioned) error {
+	cfg := s.cfg
+	c := &control{insts: s.insts, slab: &s.slab, preciseSlot: -1}
+	if t := s.src.Tables(); t != nil {
+		c.tenants, c.classes = t.Tenants, t.SLOClasses
+	}
+	infos := make([]policy.InstanceInfo, len(cfg.Instances))
+	for i := range cfg.Instances {
+		infos[i] = policy.InstanceInfo{TotalKVBlocks: int64(cfg.Instances[i].TotalKVBlocks), BlockSize: cfg.Instances[i].BlockSize}
+	}
+	p, err := policy.Build(cfg.Policy, policy.BuildEnv{
+		Instances: infos, TenantNames: c.tenants, ClassNames: c.classes,
+		RNG: streams.Stream(rng.Router), Precise: c,
+	})
+	if err != nil {
+		return err
+	}
+	c.p = p
+	c.none = make([]policy.InstanceSnapshot, len(s.insts))
+	for i := range c.none {
+		c.none[i].Index = int32(i)
+	}
+	if c.prov, err = policy.NewSnapshotProvider(len(s.insts), p.Observability(), liveInstances(s.insts)); err != nil {
+		return err
+	}
+	c.blockSize, c.maxBlocks = p.PrefixBlockSize(), p.MaxPrefixBlocks()
+	adm, prio, route := p.Names()
+	c.admitSnaps, c.prioSnaps, c.routeSnaps = !snapshotFreeAdmission[adm], !snapshotFreePriority[prio], !snapshotFreeRouting[route]
+	if c.admitSnaps || c.prioSnaps || c.routeSnaps {
+		c.tick = periodicGrid(p.Observability())
+	}
+	if l := p.AdmissionLatency(); l > 0 {
+		s.admLat = l
+	}
+	if l := p.RoutingLatency(); l > 0 {
+		s.routeLat = l
+	}
+	sched := p.Scheduler()
+	if sched.Name() == "fcfs" {
+		sched = nil // the deque is the fcfs order
+	}
+	victim := p.Preemption()
+	if victim.Name() == "fcfs" {
+		victim = nil // the tail of the batch entered it last
+	}
+	for i := range s.insts {
+		in := &s.insts[i]
+		in.track = true
+		in.waitQ.sched = sched
+		in.victim = victim
+	}
+	s.ctl = c
+	return nil
+}
+
+// periodicGrid returns the greatest common divisor of the periodic refresh intervals, 0 when
+// no field is periodic: refreshing every instance on that grid makes every periodic field an
+// exact scrape at its own multiples.
+func periodicGrid(o policy.ObservabilityConfig) int64 {
+	var g int64
+	for _, f := range []policy.FieldConfig{o.QueueDepth, o.BatchSize, o.KVUtilization, o.CacheHitRate, o.RecentTTFT, o.RecentTPOT} {
+		if f.Mode != policy.Periodic {
+			continue
+		}
+		a, b := g, f.IntervalUs
+		for b != 0 {
+			a, b = b, a%b
+		}
+		g = a
+	}
+	return g
+}
+
+// liveInstances is the snapshot source: the instances' current state.
+type liveInstances []instance
+
+// Observe writes instance i's live routing signals into dst.
+func (l liveInstances) Observe(i int, now int64, dst *policy.InstanceSnapshot) {
+	in := &l[i]
+	q, b := in.waitQ.live, int32(len(in.running))
+	g := &in.sig
+	*dst = policy.InstanceSnapshot{
+		Index:            int32(i),
+		Timestamp:        now,
+		QueueDepth:       q,
+		BatchSize:        b,
+		KVUtilization:    in.kv.Utilization(),
+		FreeKVBlocks:     int64(in.kv.FreeBlocks()),
+		InFlightRequests: in.pending + q + b,
+		CacheHitRate:     g.hit,
+		RecentTTFT:       g.ttft,
+		RecentTPOT:       g.tpot,
+	}
+	if g.queuedTokens > 0 {
+		// The queued prompts need this many full-budget steps before a new request's turn.
+		budget := int64(in.cfg.MaxNumBatchedTokens)
+		dst.EstimatedWait = float64((g.queuedTokens+budget-1)/budget) * g.step
+	}
+}
+
+// CachedPrefix answers the precise prefix producer from instance i's real KV cache: the
+// leading full blocks of the request's prompt present there.
+func (c *control) CachedPrefix(i int, _ *policy.RequestView) (matched, total, blockSize int32) {
+	in := &c.insts[i]
+	bs := in.cfg.BlockSize
+	r := &c.slab.reqs[c.cur]
+	if c.preciseSlot != c.cur || c.preciseBS != bs {
+		c.precise = kvcache.PromptBlockHashes(c.precise, r.segs, r.input, bs, uniqueKey(r.id))
+		c.preciseSlot, c.preciseBS = c.cur, bs
+	}
+	total = int32(len(c.precise))
+	if !in.cfg.DisablePrefixCaching {
+		matched = in.kv.CachedPrefix(c.precise)
+	}
+	return matched, total, bs
+}
+
+// snapshots returns the router's snapshots at now, refreshed when the stage reads them.
+func (c *control) snapshots(reads bool, now int64) []policy.InstanceSnapshot {
+	if reads {
+		return c.prov.Snapshots(now)
+	}
+	return c.none
+}
+
+// schedKey returns the scheduler key of slot (nil without a policy bundle).
+func (s *simulation) schedKey(slot int32) *policy.SchedKey {
+	if s.ctl == nil {
+		return nil
+	}
+	return &s.ctl.st[slot].key
+}
+
+// victimIndex returns the running index of the request the preemption policy evicts first.
+func (c *control) victimIndex(in *instance) int {
+	v := in.victim
+	best := 0
+	for i := 1; i < len(in.running); i++ {
+		if v.Victim(&c.st[in.running[i].slot].key, &c.st[in.running[best].slot].key) {
+			best = i
+		}
+	}
+	return best
+}
+
+// firstToken updates the rolling TTFT and releases a streaming request's prompt tokens from
+// the router's books.
+func (s *simulation) firstToken(in *instance, slot int32, r *reqState) {
+	g := &in.sig
+	g.ttft = ewma(g.ttft, float64(r.ttft), !g.hasTTFT)
+	g.hasTTFT = true
+	if st := &s.ctl.st[slot]; st.view.Streaming {
+		s.ctl.p.FirstToken(&st.ticket)
+	}
+}
+
+// ctlArrival prepares the request's view and tells the router it arrived.
+func (s *simulation) ctlArrival(slot int32) {
+	c := s.ctl
+	for len(c.st) < len(s.slab.reqs) {
+		c.st = append(c.st, ctlState{})
+	}
+	r := &s.slab.reqs[slot]
+	st := &c.st[slot]
+	st.view = policy.RequestView{
+		ID: r.id, Arrival: r.arrival, InputTokens: r.input, MaxTokens: r.output,
+		Tenant: r.tenant, Class: r.class, Session: r.session,
+		TenantName: nameAt(c.tenants, r.tenant), ClassName: nameAt(c.classes, r.class),
+	}
+	st.ticket = policy.Ticket{Instance: -1}
+	if c.blockSize > 0 {
+		n := r.input
+		if c.maxBlocks >= 0 && int64(c.maxBlocks)*int64(c.blockSize) < int64(n) {
+			n = int32(c.maxBlocks) * c.blockSize
+		}
+		st.hashes = kvcache.PromptBlockHashes(st.hashes, r.segs, n, c.blockSize, uniqueKey(r.id))
+		st.view.PrefixHashes = st.hashes
+	}
+	c.p.Arrive(&st.view, s.now)
+}
+
+func nameAt(names []string, i int32) string {
+	if i >= 0 && int(i) < len(names) {
+		return names[i]
+	}
+	return ""
+}
+
+// onAdmission takes the admission decision of slot.
+func (s *simulation) onAdmission(slot int32) {
+	c := s.ctl
+	if c == nil {
+		s.heap.push(s.now+s.routeLat, evRouting, -1, slot)
+		return
+	}
+	st := &c.st[slot]
+	r := &s.slab.reqs[slot]
+	if r.deadline > 0 && s.now >= r.deadline {
+		// The request's deadline passed while its admission was delayed.
+		s.leaveGateway(slot, OutcomeTimedOut)
+		return
+	}
+	d := c.p.Admit(&st.view, c.snapshots(c.admitSnaps, s.now), s.now)
+	if c.obs != nil {
+		c.obs.admission(s.now, &st.view, &d)
+	}
+	switch d.Action {
+	case policy.Admit:
+		s.heap.push(s.now+s.routeLat, evRouting, -1, slot)
+	case policy.Delay:
+		if st.view.Attempt > maxAdmissionDelays {
+			s.leaveGateway(slot, OutcomeRejected)
+			return
+		}
+		at := s.now + max(d.Delay, 1)
+		if r.deadline > 0 {
+			at = min(at, r.deadline)
+		}
+		s.heap.push(at, evAdmission, -1, slot)
+	default:
+		s.leaveGateway(slot, OutcomeRejected)
+	}
+}
+
+// onRouting takes the priority and routing decisions of slot and dispatches it.
+func (s *simulation) onRouting(slot int32) {
+	r := &s.slab.reqs[slot]
+	c := s.ctl
+	if c == nil {
+		for i := range s.insts {
+			s.insts[i].snapshot(&s.snaps[i])
+		}
+		s.routeRq = RouteRequest{
+			ID: r.id, Arrival: r.arrival, InputLen: r.input, OutputLen: r.output,
+			Client: r.client, Tenant: r.tenant, Class: r.class, Session: r.session,
+		}
+		target := s.router.Route(&s.routeRq, s.snaps)
+		if target < 0 || target >= len(s.insts) {
+			s.err = fmt.Errorf("sim: router chose instance %d of %d for request %d", target, len(s.insts), r.id)
+			return
+		}
+		s.dispatch(slot, target)
+		return
+	}
+	st := &c.st[slot]
+	snaps := c.snapshots(c.prioSnaps || c.routeSnaps, s.now)
+	pd := c.p.Prioritize(&st.view, snaps, s.now)
+	c.cur = slot
+	rd := c.p.Route(&st.view, snaps, s.now)
+	c.preciseSlot = -1
+	if c.obs != nil {
+		c.obs.routing(s.now, &st.view, &pd, &rd)
+	}
+	st.ticket = rd.Ticket
+	st.key = policy.SchedKey{Priority: st.view.Priority, Arrival: r.arrival, InputTokens: r.input, MaxTokens: r.output, ID: r.id}
+	s.dispatch(slot, int(rd.Target))
+}
+
+// dispatch sends slot to instance target.
+func (s *simulation) dispatch(slot int32, target int) {
+	r := &s.slab.reqs[slot]
+	r.inst = int32(target)
+	r.routedAt = s.now
+	in := &s.insts[target]
+	in.pending++
+	in.stats.Injected++
+	s.heap.push(s.now, evInstanceArrival, int32(target), slot)
+}
+
+// onSnapshotTick refreshes every snapshot on the periodic grid and schedules the next tick: at
+// the next grid point, or at the last grid point before the next event when the cluster is
+// idle until then (nothing changes in between, so the skipped scrapes would read the same).
+func (s *simulation) onSnapshotTick() {
+	c := s.ctl
+	c.prov.RefreshAll(s.now)
+	var next *event
+	if s.heap.len() > 0 {
+		next = s.heap.peek()
+	}
+	if s.dead.len() > 0 && (next == nil || s.dead.peek().before(next)) {
+		next = s.dead.peek()
+	}
+	if next == nil {
+		return
+	}
+	at := s.now + c.tick
+	if g := next.time - next.time%c.tick; g > at {
+		at = g
+	}
+	s.heap.push(at, evSnapshotTick, -1, -1)
+}
+
+// leaveGateway ends a request that never reached an instance (rejected by admission, or timed
+// out while its admission was delayed).
+func (s *simulation) leaveGateway(slot int32, out Outcome) {
+	r := &s.slab.reqs[slot]
+	rec := s.record(slot, out, s.now)
+	s.collect(s.gateway(), &rec)
+	if s.cfg.Options.RequestRecords {
+		s.res.Records[s.recIdx[slot]] = rec
+	}
+	wo := workload.Rejected
+	if out == OutcomeRejected {
+		s.res.Rejected++
+	} else {
+		s.res.GatewayTimedOut++
+		wo = workload.TimedOut
+	}
+	id := r.id
+	s.slab.release(slot)
+	if s.react != nil {
+		s.react.Finished(id, wo, 0, s.now, s.inject)
+	}
+}
