@@ -38,8 +38,16 @@ func benchSource(b *testing.B, bc benchCase) workload.Source {
 	return src
 }
 
-func runBench(b *testing.B, bc benchCase) {
+func runBench(b *testing.B, bc benchCase) { runBenchPolicy(b, bc, "") }
+
+// runBenchPolicy runs a benchmark workload with a policy bundle ("" = no bundle: the
+// nil-policy fast path).
+func runBenchPolicy(b *testing.B, bc benchCase, bundle string) {
 	cfg := benchConfig(bc, benchInstance(b))
+	if bundle != "" {
+		cfg.Router = nil
+		cfg.Policy = parseBundle(b, bundle)
+	}
 	b.ReportAllocs()
 	var completed int
 	for b.Loop() {
@@ -65,3 +73,32 @@ func BenchmarkSimB(b *testing.B) { runBench(b, benchB) }
 
 // BenchmarkSimC is workload C: 100,000 requests, 16 instances, 320 req/s.
 func BenchmarkSimC(b *testing.B) { runBench(b, benchC) }
+
+// Policy pipeline costs on workload B: the default bundle through the pipeline, weighted
+// scoring over three load scorers, llm-d's default scoring profile (three scorers including the
+// prefix index) as a template and as a CEL expression, and the least-loaded template.
+const (
+	benchWeightedLoad = "routing: {policy: weighted, scorers: [{name: queue-scorer, weight: 2}, {name: kv-cache-utilization-scorer, weight: 2}, {name: load-aware-scorer, weight: 1}]}"
+	benchWeighted     = "routing: {policy: weighted, scorers: [{name: queue-scorer, weight: 2}, {name: kv-cache-utilization-scorer, weight: 2}, {name: prefix-cache-scorer, weight: 3}]}"
+	benchCEL          = `routing: {cel: "2.0 * score.queue + 2.0 * score.kvCacheUtilization + 3.0 * score.prefixCache"}`
+)
+
+// BenchmarkSimBPolicyRoundRobin is workload B with an explicit round-robin bundle.
+func BenchmarkSimBPolicyRoundRobin(b *testing.B) {
+	runBenchPolicy(b, benchB, "routing: {policy: round-robin}")
+}
+
+// BenchmarkSimBPolicyLeastLoaded is workload B routed by least effective load.
+func BenchmarkSimBPolicyLeastLoaded(b *testing.B) {
+	runBenchPolicy(b, benchB, "routing: {policy: least-loaded}")
+}
+
+// BenchmarkSimBPolicyWeightedLoad is workload B with weighted scoring over three load scorers.
+func BenchmarkSimBPolicyWeightedLoad(b *testing.B) { runBenchPolicy(b, benchB, benchWeightedLoad) }
+
+// BenchmarkSimBPolicyWeighted is workload B with llm-d's default profile: queue, KV
+// utilization and prefix-cache scorers (the router's prefix index learns every prompt).
+func BenchmarkSimBPolicyWeighted(b *testing.B) { runBenchPolicy(b, benchB, benchWeighted) }
+
+// BenchmarkSimBPolicyCEL is workload B with the same profile as a CEL routing expression.
+func BenchmarkSimBPolicyCEL(b *testing.B) { runBenchPolicy(b, benchB, benchCEL) }

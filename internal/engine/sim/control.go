@@ -84,6 +84,10 @@ type control struct {
 	// tick is the grid (µs) of the exact periodic snapshot refreshes, 0 = none.
 	tick int64
 	obs  decisionObserver
+	// The decisions handed to the observer.
+	adm   policy.AdmissionDecision
+	prio  policy.PriorityDecision
+	route policy.RoutingDecision
 
 	// precise caches the current request's hashes at one instance block size.
 	preciseSlot int32
@@ -307,7 +311,8 @@ func (s *simulation) onAdmission(slot int32) {
 	}
 	d := c.p.Admit(&st.view, c.snapshots(c.admitSnaps, s.now), s.now)
 	if c.obs != nil {
-		c.obs.admission(s.now, &st.view, &d)
+		c.adm = d // a copy: taking d's address would move it to the heap on every call
+		c.obs.admission(s.now, &st.view, &c.adm)
 	}
 	switch d.Action {
 	case policy.Admit:
@@ -354,7 +359,8 @@ func (s *simulation) onRouting(slot int32) {
 	rd := c.p.Route(&st.view, snaps, s.now)
 	c.preciseSlot = -1
 	if c.obs != nil {
-		c.obs.routing(s.now, &st.view, &pd, &rd)
+		c.prio, c.route = pd, rd
+		c.obs.routing(s.now, &st.view, &c.prio, &c.route)
 	}
 	st.ticket = rd.Ticket
 	st.key = policy.SchedKey{Priority: st.view.Priority, Arrival: r.arrival, InputTokens: r.input, MaxTokens: r.output, ID: r.id}

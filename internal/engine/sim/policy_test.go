@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"encoding/json"
+	"runtime"
 	"testing"
 
 	"github.com/inference-sim/blis-operator/internal/engine/metrics"
@@ -182,5 +183,330 @@ func TestPolicyStaleSnapshotsDegradeLoadAwareRouting(t *testing.T) {
 	if !(stale.TTFTP99Ms > 1.5*fresh.TTFTP99Ms) || !(stale.TTFTMeanMs > fresh.TTFTMeanMs) {
 		t.Errorf("stale queue depth should degrade TTFT: immediate p99 %.1f mean %.1f, stale p99 %.1f mean %.1f",
 			fresh.TTFTP99Ms, fresh.TTFTMeanMs, stale.TTFTP99Ms, stale.TTFTMeanMs)
+	}
+}
+
+// reject-all refuses every request: nothing reaches an instance, every request is reported
+// rejected (on the gateway collector and to reactive sources) and conserved.
+func TestPolicyRejectAll(t *testing.T) {
+	reqs := gen(genSpec{n: 200, gapUs: 1000, inMean: 100, outMean: 20, seed: 3})
+	cfg := withPolicy(contendedCluster(), parseBundle(t, "admission: {policy: reject-all}"))
+	cfg.Options = Options{RequestRecords: true, CheckInvariants: true}
+	res, c := clusterOf(t, cfg, &sliceSource{reqs: reqs})
+	if res.Rejected != 200 || c.RejectedRequests != 200 || c.CompletedRequests != 0 {
+		t.Fatalf("rejected %d (report %d), completed %d", res.Rejected, c.RejectedRequests, c.CompletedRequests)
+	}
+	for i := range res.Instances {
+		if res.Instances[i].Injected != 0 {
+			t.Errorf("instance %d got %d requests", i, res.Instances[i].Injected)
+		}
+	}
+	for _, r := range res.Records {
+		if r.Outcome != OutcomeRejected || r.Instance != -1 || r.Done != r.Arrival {
+			t.Fatalf("record %+v", r)
+		}
+	}
+	src := &reactiveSource{sliceSource: sliceSource{reqs: reqs[:5]}}
+	if _, err := Run(withPolicy(contendedCluster(), parseBundle(t, "admission: {policy: reject-all}")), src); err != nil {
+		t.Fatal(err)
+	}
+	if len(src.outcomes) != 5 || src.outcomes[0] != workload.Rejected {
+		t.Errorf("reactive source saw %v", src.outcomes)
+	}
+}
+
+// reactiveSource records the outcomes the simulator reports.
+type reactiveSource struct {
+	sliceSource
+	outcomes []workload.Outcome
+}
+
+func (s *reactiveSource) Finished(_ uint64, o workload.Outcome, _ int32, _ int64, _ func(*workload.Request)) {
+	s.outcomes = append(s.outcomes, o)
+}
+
+// The token bucket bounds the admitted prompt tokens by capacity + refill rate x elapsed time,
+// and, offered far more, admits close to that bound.
+func TestPolicyTokenBucketLimitsAdmittedRate(t *testing.T) {
+	// 100-token prompts at 200 req/s for 2 s: 20,000 tokens/s offered against 4,000 tokens/s.
+	reqs := gen(genSpec{n: 400, gapUs: 5000, inMean: 100, outMean: 10, seed: 4})
+	b := parseBundle(t, "admission: {policy: token-bucket, token_bucket_capacity: 2000, token_bucket_refill_rate: 4000}")
+	res, _ := clusterOf(t, withPolicy(contendedCluster(), b), &sliceSource{reqs: reqs})
+	admitted := int64(len(reqs)) - res.Rejected
+	elapsed := reqs[len(reqs)-1].Arrival
+	bound := (2000 + 4000*elapsed/1_000_000) / 100
+	t.Logf("admitted %d of %d, bound %d", admitted, len(reqs), bound)
+	if admitted > bound || admitted < bound*9/10 {
+		t.Errorf("admitted %d requests, want at most %d and close to it", admitted, bound)
+	}
+}
+
+// classDelays returns the mean scheduling delay (µs) of completed requests per class index.
+func classDelays(res *Result) map[int32]float64 {
+	sum, n := map[int32]int64{}, map[int32]int64{}
+	for _, r := range res.Records {
+		if r.Outcome == OutcomeCompleted {
+			sum[r.Class] += r.SchedulingDelay
+			n[r.Class]++
+		}
+	}
+	out := map[int32]float64{}
+	for k := range sum {
+		out[k] = float64(sum[k]) / float64(n[k])
+	}
+	return out
+}
+
+// priority-fcfs with SLO-class priorities serves critical requests before batch ones under
+// contention (higher priority = more urgent in the policy package), while fcfs does not
+// distinguish them; reverse-priority inverts the order.
+func TestPolicyPriorityFCFSServesCriticalFirst(t *testing.T) {
+	ic := testInstance(defaultModel())
+	ic.MaxNumSeqs = 4
+	base := &Config{Instances: []InstanceConfig{ic}, Options: Options{RequestRecords: true}}
+	reqs := gen(genSpec{n: 300, gapUs: 15000, poisson: true, inMean: 200, inStd: 50, outMean: 60, outSd: 20, classes: true, seed: 8})
+	const standard, critical, batch = 0, 1, 2
+	delays := func(yaml string) map[int32]float64 {
+		res, _ := clusterOf(t, withPolicy(base, parseBundle(t, yaml)), &sliceSource{reqs: reqs})
+		d := classDelays(res)
+		t.Logf("%s: mean scheduling delay critical %.0f µs, standard %.0f µs, batch %.0f µs", yaml, d[critical], d[standard], d[batch])
+		return d
+	}
+	fcfs := delays("priority: {policy: slo-based}")
+	prio := delays("priority: {policy: slo-based}\nscheduler: priority-fcfs")
+	rev := delays("priority: {policy: slo-based}\nscheduler: reverse-priority")
+	if !(prio[critical] < prio[standard] && prio[standard] < prio[batch]) || !(prio[batch] > 3*prio[critical]) {
+		t.Errorf("priority-fcfs: critical %.0f, standard %.0f, batch %.0f", prio[critical], prio[standard], prio[batch])
+	}
+	if prio[critical] >= fcfs[critical] {
+		t.Errorf("priority-fcfs should serve critical sooner than fcfs: %.0f vs %.0f", prio[critical], fcfs[critical])
+	}
+	if !(rev[batch] < rev[critical]) {
+		t.Errorf("reverse-priority: critical %.0f, batch %.0f", rev[critical], rev[batch])
+	}
+}
+
+// The priority preemption policy evicts the least urgent running request, by the priority
+// stage's score: with SLO-class priorities the standard request, with inverted ones the
+// critical request; fcfs evicts the one that joined the batch last.
+func TestPolicyPreemptionVictims(t *testing.T) {
+	reqs := []workload.Request{
+		{ID: 1, Arrival: 0, InputLen: 8, OutputLen: 12, Class: 0},  // standard
+		{ID: 2, Arrival: 10, InputLen: 8, OutputLen: 12, Class: 1}, // critical
+	}
+	ic := testInstance(plainModel())
+	ic.TotalKVBlocks, ic.BlockSize = 6, 4
+	for _, tc := range []struct {
+		yaml       string
+		victim, ok int
+	}{
+		{"priority: {policy: slo-based}\npreemption: {policy: fcfs}", 1, 0},
+		{"priority: {policy: slo-based}\npreemption: {policy: priority}", 0, 1},
+		{"priority: {policy: inverted-slo}\npreemption: {policy: priority}", 1, 0},
+		{"preemption: {policy: priority}", 1, 0}, // equal priorities: the later arrival
+	} {
+		cfg := &Config{Instances: []InstanceConfig{ic}, Policy: parseBundle(t, tc.yaml), Options: Options{RequestRecords: true, CheckInvariants: true}}
+		var preempted []uint64
+		s := mustSim(t, cfg, &sliceSource{reqs: reqs})
+		rec := &recorder{}
+		s.ctl.obs = rec
+		if err := s.run(); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range rec.preemptions {
+			preempted = append(preempted, p.id)
+		}
+		v, o := s.res.Records[tc.victim], s.res.Records[tc.ok]
+		if v.Preemptions == 0 || o.Preemptions != 0 || v.Outcome != OutcomeCompleted || o.Outcome != OutcomeCompleted {
+			t.Errorf("%q: victim %+v, other %+v", tc.yaml, v, o)
+		}
+		if len(preempted) != int(v.Preemptions) || preempted[0] != v.ID {
+			t.Errorf("%q: observer saw preemptions of %v, victim %d", tc.yaml, preempted, v.ID)
+		}
+	}
+}
+
+// recorder is a decision observer that keeps everything it sees.
+type recorder struct {
+	admissions  []recordedAdmission
+	routings    []recordedRouting
+	preemptions []struct {
+		now  int64
+		inst int32
+		id   uint64
+	}
+}
+
+type recordedAdmission struct {
+	now int64
+	id  uint64
+	d   policy.AdmissionDecision
+}
+
+type recordedRouting struct {
+	now      int64
+	id       uint64
+	priority float64
+	target   int32
+}
+
+func (r *recorder) admission(now int64, req *policy.RequestView, d *policy.AdmissionDecision) {
+	r.admissions = append(r.admissions, recordedAdmission{now, req.ID, *d})
+}
+
+func (r *recorder) routing(now int64, req *policy.RequestView, pd *policy.PriorityDecision, rd *policy.RoutingDecision) {
+	r.routings = append(r.routings, recordedRouting{now, req.ID, pd.Score, rd.Target})
+}
+
+func (r *recorder) preempted(now int64, inst int32, id uint64) {
+	r.preemptions = append(r.preemptions, struct {
+		now  int64
+		inst int32
+		id   uint64
+	}{now, inst, id})
+}
+
+// A CEL expression and the equivalent template give byte-identical simulations: llm-d's
+// default scoring profile as weighted scoring and as one expression over score.*, and
+// SLO-class priorities as the slo-based template and as a conditional expression.
+func TestPolicyCELMatchesTemplate(t *testing.T) {
+	reqs := func() workload.Source { return prefixHeavy(t) }
+	run := func(yaml string) []byte {
+		cfg := withPolicy(prefixCluster(t), parseBundle(t, yaml))
+		cfg.Options.RequestRecords = true
+		src := reqs()
+		res, err := Run(cfg, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := json.Marshal([]any{res.Report(src.Tables(), metrics.Options{}), res.Records, res.Instances, res.End, res.Events})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	tmpl := run("routing: {policy: weighted, scorers: [{name: queue-scorer, weight: 2}, {name: kv-cache-utilization-scorer, weight: 2}, {name: prefix-cache-scorer, weight: 3}]}")
+	cel := run(`routing: {cel: "2.0 * score.queue + 2.0 * score.kvCacheUtilization + 3.0 * score.prefixCache"}`)
+	if !bytes.Equal(tmpl, cel) {
+		t.Error("weighted scoring and its CEL expression give different simulations")
+	}
+	if bytes.Equal(tmpl, run("routing: {policy: round-robin}")) {
+		t.Fatal("routing policy has no effect on this workload")
+	}
+
+	gen := gen(genSpec{n: 300, gapUs: 15000, poisson: true, inMean: 200, inStd: 50, outMean: 60, outSd: 20, classes: true, seed: 8})
+	ic := testInstance(defaultModel())
+	ic.MaxNumSeqs = 4
+	base := &Config{Instances: []InstanceConfig{ic, ic}, Options: Options{RequestRecords: true}}
+	a := outputJSON(t, withPolicy(base, parseBundle(t, "priority: {policy: slo-based}\nscheduler: priority-fcfs")), gen)
+	b := outputJSON(t, withPolicy(base, parseBundle(t, `priority: {cel: "request.sloClass == 'critical' ? 4.0 : (request.sloClass == 'batch' ? -1.0 : 3.0)"}`+"\nscheduler: priority-fcfs")), gen)
+	if !bytes.Equal(a, b) {
+		t.Error("slo-based priority and its CEL expression give different simulations")
+	}
+}
+
+// Decision latencies delay every request's trip to its instance by exactly admission +
+// routing latency: on an uncontended cluster TTFT and E2E shift by that amount, and the
+// decisions happen at arrival + admission latency (+ routing latency).
+func TestPolicyDecisionLatenciesShiftTTFT(t *testing.T) {
+	reqs := gen(genSpec{n: 50, gapUs: 500_000, inMean: 300, inStd: 100, outMean: 40, outSd: 10, seed: 9})
+	base := &Config{Instances: []InstanceConfig{testInstance(defaultModel()), testInstance(defaultModel())}, Options: Options{RequestRecords: true}}
+	zero, _ := clusterOf(t, withPolicy(base, &policy.Bundle{}), &sliceSource{reqs: reqs})
+	for _, tc := range []struct {
+		yaml             string
+		cfgAdm, cfgRoute int64
+		adm, route       int64
+	}{
+		{"admission: {latency_us: 300}\nrouting: {latency_us: 700}", 0, 0, 300, 700},
+		{"routing: {policy: least-loaded}", 250, 1250, 250, 1250},                      // the cluster's latencies
+		{"admission: {latency_us: 40}\nrouting: {latency_us: 90}", 5000, 5000, 40, 90}, // the bundle's win
+	} {
+		cfg := withPolicy(base, parseBundle(t, tc.yaml))
+		cfg.AdmissionLatency, cfg.RoutingLatency = tc.cfgAdm, tc.cfgRoute
+		s := mustSim(t, cfg, &sliceSource{reqs: reqs})
+		rec := &recorder{}
+		s.ctl.obs = rec
+		if err := s.run(); err != nil {
+			t.Fatal(err)
+		}
+		shift := tc.adm + tc.route
+		for i, r := range s.res.Records {
+			z := zero.Records[i]
+			if r.TTFT != z.TTFT+shift || r.E2E != z.E2E+shift || r.Outcome != OutcomeCompleted {
+				t.Fatalf("%q: request %d TTFT %d E2E %d, without latencies %d %d (want +%d)", tc.yaml, r.ID, r.TTFT, r.E2E, z.TTFT, z.E2E, shift)
+			}
+			if a, ro := rec.admissions[i], rec.routings[i]; a.id != r.ID || a.now != r.Arrival+tc.adm || ro.now != r.Arrival+shift {
+				t.Fatalf("%q: request %d decided at %d and %d, arrival %d", tc.yaml, r.ID, a.now, ro.now, r.Arrival)
+			}
+		}
+	}
+}
+
+// richBundle exercises every stage: delaying admission, SLO priorities, weighted scoring with
+// the prefix index and a randomized picker, priority scheduling and preemption, and stale KV
+// utilization.
+const richBundle = `
+admission: {policy: rate-limit, params: {rate: 500, window_us: 100000, delay_us: 3000, max_attempts: 4}}
+priority: {policy: slo-based}
+routing:
+  policy: weighted
+  scorers:
+    - {name: prefix-cache-scorer, weight: 3}
+    - {name: queue-scorer, weight: 2}
+    - {name: kv-cache-utilization-scorer, weight: 2}
+    - {name: load-aware-scorer, weight: 1}
+  params: {picker: weighted-random}
+scheduler: priority-fcfs
+preemption: {policy: priority}
+observability: {kv_utilization: {mode: periodic, interval_us: 20000}}
+`
+
+// BC-9 / BC-11 with non-default policies: every invariant holds after every event and repeated
+// runs (on one or two OS threads) give byte-identical output.
+func TestPolicyDeterminismAndInvariants(t *testing.T) {
+	reqs := determinismWorkload()
+	cfg := withPolicy(determinismConfig(), parseBundle(t, richBundle))
+	cfg.Options.CheckInvariants = true
+	first := reportJSON(t, cfg, reqs)
+	prev := runtime.GOMAXPROCS(1)
+	defer runtime.GOMAXPROCS(prev)
+	for i := 1; i < 4; i++ {
+		runtime.GOMAXPROCS(1 + i%2)
+		if got := reportJSON(t, cfg, reqs); !bytes.Equal(got, first) {
+			t.Fatalf("run %d differs from run 0", i)
+		}
+	}
+	res, err := Run(cfg, &sliceSource{reqs: reqs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pre, timedOut int64
+	for _, st := range res.Instances {
+		pre += st.Preemptions
+		timedOut += st.TimedOut
+	}
+	if pre == 0 || timedOut == 0 || res.Policy.Delayed == 0 || res.Rejected == 0 {
+		t.Errorf("workload too easy: preemptions %d, timeouts %d, delayed %d, rejected %d", pre, timedOut, res.Policy.Delayed, res.Rejected)
+	}
+}
+
+// policyCases are bundles for the randomized invariant test.
+var policyCases = []string{
+	"",
+	richBundle,
+	"routing: {policy: prefix-affinity}\nscheduler: sjf\npreemption: {policy: priority}",
+	"admission: {policy: token-bucket, token_bucket_capacity: 3000, token_bucket_refill_rate: 20000}\nrouting: {policy: least-loaded}",
+	"priority: {policy: deadline-aware}\nscheduler: priority-fcfs\nrouting: {policy: weighted, scorers: [{name: precise-prefix-cache, weight: 2}, {name: active-request-scorer, weight: 1}, {name: token-load-scorer, weight: 1}]}",
+	"admission: {cel: \"global.inFlight < 40 ? 'admit' : 'delay'\", params: {delay_us: 700}}\nrouting: {cel: \"1.0 - instance.kvUtilization + score.activeRequest\"}\nobservability: {queue_depth: {mode: periodic, interval_us: 3000}}",
+	"admission: {policy: gaie-legacy, latency_us: 200}\npriority: {policy: inverted-slo}\nscheduler: reverse-priority\npreemption: {policy: priority}\nrouting: {policy: always-busiest, params: {signal: kv-utilization}, latency_us: 150}",
+	"routing: {policy: weighted, scorers: [{name: no-hit-lru-scorer, weight: 1}, {name: running-requests-size-scorer, weight: 1}, {name: load-balance, weight: 1}]}\nobservability: {batch_size: {mode: on-demand}, recent_ttft: {mode: immediate}}",
+}
+
+// Every bundle of the randomized test is valid (a typo would silently test the defaults).
+func TestPolicyCasesValidate(t *testing.T) {
+	for _, c := range policyCases {
+		if err := parseBundle(t, c).Validate(); err != nil {
+			t.Errorf("%q: %v", c, err)
+		}
 	}
 }

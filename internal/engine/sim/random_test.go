@@ -63,6 +63,11 @@ func TestRandomConfigurations(t *testing.T) {
 				reqs[j].OutputLen = int32(rnd.IntN(3)) // zero- and one-token outputs
 			}
 		}
+		if i%2 == 1 {
+			// Every other case runs a policy bundle (chosen from its own stream, so the
+			// clusters and workloads stay those of the legacy cases).
+			cfg = withPolicy(cfg, parseBundle(t, policyCases[rand.New(rand.NewPCG(uint64(i), 5)).IntN(len(policyCases))]))
+		}
 		if err := cfg.Validate(); err != nil {
 			continue // e.g. max-model-len larger than the cache: rejected up front, as intended
 		}
