@@ -1,0 +1,263 @@
+package evaluation
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/inference-sim/blis-operator/internal/engine/model"
+	"github.com/inference-sim/blis-operator/internal/engine/policy"
+	"github.com/inference-sim/blis-operator/internal/engine/sim"
+	"github.com/inference-sim/blis-operator/internal/engine/workload"
+)
+
+// Parts of a document, for attributing load errors.
+const (
+	partCluster  = "cluster"
+	partPolicy   = "policy"
+	partWorkload = "workload"
+)
+
+// plan is a loaded document, ready to run.
+type plan struct {
+	instance sim.InstanceConfig
+	replicas int
+	bundle   *policy.Bundle
+	// targets are the goodput SLO targets by class (ms).
+	targets map[string]workload.SLOTargets
+	// objectives are the resolved objective metrics, in Document.Objectives order.
+	objectives []metricRef
+}
+
+// Load validates a document on its own (as `blis engine` receives it) and prepares it for Run.
+// Errors name the part of the document at fault. Notes carry only what the document itself
+// shows (objectives without a value); settings dropped while resolving are not in it.
+func Load(doc *Document) (*Resolved, error) {
+	return load(doc, func(part string, err error) error {
+		return fmt.Errorf("document %s: %w", part, err)
+	})
+}
+
+// load validates doc with the engine's own validation, wrapping errors with wrap(part, err),
+// and computes its canonical form and hash.
+func load(doc *Document, wrap func(part string, err error) error) (*Resolved, error) {
+	if doc.Format != DocumentFormat {
+		return nil, wrap("format", fmt.Errorf("unknown document format %q; this engine reads %s", doc.Format, DocumentFormat))
+	}
+	p := &plan{}
+	var notes []string
+
+	// Cluster.
+	r, err := model.Resolve(doc.Cluster.Instance)
+	if err != nil {
+		return nil, wrap(partCluster, err)
+	}
+	inst, err := sim.InstanceFromResolved(r)
+	if err != nil {
+		return nil, wrap(partCluster, err)
+	}
+	if doc.Cluster.Replicas < 1 || doc.Cluster.Replicas > maxReplicas {
+		return nil, wrap(partCluster, fmt.Errorf("replicas must be in [1, %d], got %d", maxReplicas, doc.Cluster.Replicas))
+	}
+	if doc.Cluster.AdmissionLatencyUs < 0 || doc.Cluster.RoutingLatencyUs < 0 {
+		return nil, wrap(partCluster, errors.New("decision latencies must be >= 0"))
+	}
+	p.instance, p.replicas = inst, doc.Cluster.Replicas
+
+	// Policy.
+	b, err := policy.Parse([]byte(doc.Policy))
+	if err != nil {
+		return nil, wrap(partPolicy, err)
+	}
+	if err := b.Validate(); err != nil {
+		return nil, wrap(partPolicy, err)
+	}
+	p.bundle = b
+
+	// Workload.
+	w := &doc.Workload
+	switch {
+	case w.Spec != "" && w.Trace != nil:
+		return nil, wrap(partWorkload, errors.New("give a workload spec or a trace, not both"))
+	case w.Spec != "":
+		spec, err := workload.ParseSpec([]byte(w.Spec))
+		if err != nil {
+			return nil, wrap(partWorkload, err)
+		}
+		p.targets = spec.GoodputSLOTargets
+	case w.Trace != nil:
+		src, err := openTrace(w.Trace, 1)
+		if err != nil {
+			return nil, wrap(partWorkload, err)
+		}
+		closeSource(src)
+		for k := range w.SLOTargets {
+			if !contains(workload.SLOClasses, k) {
+				return nil, wrap(partWorkload, fmt.Errorf("sloTargets.%s: unknown SLO class; valid: %s", k, strings.Join(workload.SLOClasses, ", ")))
+			}
+		}
+		p.targets = w.SLOTargets
+	default:
+		return nil, wrap(partWorkload, errors.New("the document has neither a workload spec nor a trace"))
+	}
+
+	// Run settings.
+	if len(doc.Seeds) == 0 || len(doc.Seeds) > maxSeeds {
+		return nil, wrap("seeds", fmt.Errorf("between 1 and %d seeds are required, got %d", maxSeeds, len(doc.Seeds)))
+	}
+	if doc.Horizon < 0 {
+		return nil, wrap("horizon", fmt.Errorf("must be >= 0, got %d", doc.Horizon))
+	}
+	if doc.NumRequests < 0 {
+		return nil, wrap("numRequests", fmt.Errorf("must be >= 0, got %d", doc.NumRequests))
+	}
+	if len(doc.Objectives) > maxObjectives {
+		return nil, wrap("objectives", fmt.Errorf("at most %d objectives, got %d", maxObjectives, len(doc.Objectives)))
+	}
+	seen := map[string]bool{}
+	for i, o := range doc.Objectives {
+		if seen[o.Name] {
+			return nil, wrap(fmt.Sprintf("objectives[%d].name", i), fmt.Errorf("objective %q is given twice", o.Name))
+		}
+		seen[o.Name] = true
+		ref, note, err := lookupMetric(o.Name, p.targets)
+		if err != nil {
+			return nil, wrap(fmt.Sprintf("objectives[%d].name", i), err)
+		}
+		if note != "" {
+			notes = append(notes, note)
+		}
+		p.objectives = append(p.objectives, ref)
+	}
+	if len(doc.FitnessWeights) > maxObjectives {
+		return nil, wrap("fitnessWeights", fmt.Errorf("at most %d weights, got %d", maxObjectives, len(doc.FitnessWeights)))
+	}
+
+	canon, err := Canonical(doc)
+	if err != nil {
+		return nil, wrap("format", err)
+	}
+	return &Resolved{Document: *doc, Canonical: canon, Hash: Hash(canon), Notes: notes, plan: p}, nil
+}
+
+// maxObjectives bounds objectives and fitness weights (as the CRD does).
+const maxObjectives = 16
+
+// config is the simulation configuration of one seed.
+func (p *plan) config(doc *Document, seed int64, horizon int64) *sim.Config {
+	cfg := &sim.Config{
+		Policy:           p.bundle,
+		Seed:             seed,
+		Horizon:          horizon,
+		AdmissionLatency: doc.Cluster.AdmissionLatencyUs,
+		RoutingLatency:   doc.Cluster.RoutingLatencyUs,
+	}
+	cfg.Instances = make([]sim.InstanceConfig, p.replicas)
+	for i := range cfg.Instances {
+		cfg.Instances[i] = p.instance
+	}
+	return cfg
+}
+
+// source builds the workload of one seed and the simulation horizon that goes with it.
+func (p *plan) source(doc *Document, seed int64) (workload.Source, int64, error) {
+	w := &doc.Workload
+	if w.Trace != nil {
+		src, err := openTrace(w.Trace, doc.NumRequests)
+		return src, doc.Horizon, err
+	}
+	spec, err := workload.ParseSpec([]byte(w.Spec))
+	if err != nil {
+		return nil, 0, err
+	}
+	if doc.NumRequests > 0 {
+		spec.NumRequests = doc.NumRequests
+	}
+	if doc.Horizon > 0 {
+		spec.Horizon = doc.Horizon
+	}
+	src, err := spec.Source(seed)
+	return src, spec.Horizon, err
+}
+
+// openTrace opens a trace replay from inline data or a mounted file.
+func openTrace(t *TraceDoc, maxRequests int64) (workload.Source, error) {
+	opts := workload.TraceOptions{Format: workload.TraceFormat(t.Format), Speedup: t.Speedup, MaxRequests: maxRequests}
+	if t.Format == traceBLISv2 {
+		opts.Format = ""
+		header := []byte(t.Header)
+		if t.HeaderPath != "" {
+			var err error
+			if header, err = os.ReadFile(t.HeaderPath); err != nil {
+				return nil, fmt.Errorf("trace header: %w", err)
+			}
+		}
+		var h workload.TraceV2Header
+		if err := yaml.Unmarshal(header, &h); err != nil {
+			return nil, fmt.Errorf("trace header: %w", err)
+		}
+		if h.TraceVersion < 2 || h.TraceVersion > 3 {
+			return nil, fmt.Errorf("trace header: trace_version: unsupported version %d; valid: 2, 3", h.TraceVersion)
+		}
+		switch h.TimeUnit {
+		case "", "us", "µs", "microseconds":
+		default:
+			return nil, fmt.Errorf("trace header: time_unit: unsupported unit %q; valid: us", h.TimeUnit)
+		}
+		data, closer, err := traceData(t)
+		if err != nil {
+			return nil, err
+		}
+		src, err := workload.NewTraceV2Source(data, h, opts)
+		if err != nil {
+			closeQuietly(closer)
+			return nil, fmt.Errorf("trace: %w", err)
+		}
+		return &closingSource{TraceSource: src, c: closer}, nil
+	}
+	data, closer, err := traceData(t)
+	if err != nil {
+		return nil, err
+	}
+	src, err := workload.NewTraceSource(data, opts)
+	if err != nil {
+		closeQuietly(closer)
+		return nil, fmt.Errorf("trace: %w", err)
+	}
+	return &closingSource{TraceSource: src, c: closer}, nil
+}
+
+// traceData opens the trace's data: the inline text or the mounted file.
+func traceData(t *TraceDoc) (io.Reader, io.Closer, error) {
+	if t.Path == "" {
+		return strings.NewReader(t.Data), nil, nil
+	}
+	f, err := os.Open(t.Path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("trace: %w", err)
+	}
+	return f, f, nil
+}
+
+// closingSource is a trace replay that owns the file it reads.
+type closingSource struct {
+	*workload.TraceSource
+	c io.Closer
+}
+
+func closeQuietly(c io.Closer) {
+	if c != nil {
+		_ = c.Close()
+	}
+}
+
+// closeSource releases a source's file, if it has one.
+func closeSource(src workload.Source) {
+	if cs, ok := src.(*closingSource); ok {
+		closeQuietly(cs.c)
+	}
+}

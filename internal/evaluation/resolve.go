@@ -1,0 +1,638 @@
+package evaluation
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+	sigsjson "sigs.k8s.io/json"
+
+	blisv1alpha1 "github.com/inference-sim/blis-operator/api/v1alpha1"
+	"github.com/inference-sim/blis-operator/internal/blisfile"
+	"github.com/inference-sim/blis-operator/internal/engine/model"
+	"github.com/inference-sim/blis-operator/internal/engine/workload"
+	"github.com/inference-sim/blis-operator/internal/evaluation/fitness"
+)
+
+// Object kinds named by errors.
+const (
+	KindEvaluation       = "Evaluation"
+	KindSimulatedCluster = "SimulatedCluster"
+	KindPolicyBundle     = "PolicyBundle"
+	KindWorkloadSpec     = "WorkloadSpec"
+	KindConfigMap        = "ConfigMap"
+)
+
+// Reasons of resolution errors, usable as condition reasons.
+const (
+	// ReasonReferenceNotFound: a referenced object, ConfigMap key or file is missing.
+	ReasonReferenceNotFound = "ReferenceNotFound"
+	// ReasonInvalidSpec: a field fails the engine's validation.
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonUnsupported: a field asks for something this engine version does not simulate.
+	ReasonUnsupported = "Unsupported"
+)
+
+// Error is a resolution error: which object, which field, and why.
+type Error struct {
+	// Reason is one of the Reason constants.
+	Reason string
+	// Kind and Name identify the object at fault.
+	Kind, Name string
+	// Field is the field path within the object, for example spec.pools[1].role.
+	Field string
+	// Err is the underlying problem.
+	Err error
+}
+
+// Error implements error: "<Kind> <name>: <field>: <problem>".
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Kind)
+	if e.Name != "" {
+		b.WriteString(" " + e.Name)
+	}
+	if e.Field != "" {
+		b.WriteString(": " + e.Field)
+	}
+	b.WriteString(": " + e.Err.Error())
+	return b.String()
+}
+
+// Unwrap returns the underlying error.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Inputs are an Evaluation and everything it references, as the controller (or the CLI)
+// fetched them. Referenced objects that could not be found are left nil; Resolve reports them.
+type Inputs struct {
+	// Name is the Evaluation's name (for messages).
+	Name string
+	// Spec is the Evaluation's spec.
+	Spec blisv1alpha1.EvaluationSpec
+	// Cluster, Policy and Workload are the objects Spec.ClusterRef, PolicyRef and WorkloadRef
+	// name; ignored for inline specs.
+	Cluster  *blisv1alpha1.SimulatedCluster
+	Policy   *blisv1alpha1.PolicyBundle
+	Workload *blisv1alpha1.WorkloadSpec
+	// ConfigMaps holds the data of the ConfigMaps the inputs reference, by name.
+	ConfigMaps map[string]map[string]string
+	// Files holds the content of files on volumes (trace paths), by path. A path without an
+	// entry stays a path in the document, read by the engine from its own mounts.
+	Files map[string][]byte
+}
+
+// Resolved is a validated, self-contained evaluation input.
+type Resolved struct {
+	// Document is the resolved input.
+	Document Document
+	// Canonical is the document's canonical JSON; Hash its hex SHA-256.
+	Canonical []byte
+	Hash      string
+	// Notes list settings of the inputs that this engine version accepts but does not
+	// simulate, one sentence each, in a stable order.
+	Notes []string
+
+	plan *plan
+}
+
+// owner is the object a part of the spec belongs to and the path of that part within it.
+type owner struct {
+	kind, name, path string
+}
+
+func (o owner) err(reason, field string, err error) *Error {
+	f := o.path
+	if field != "" {
+		f += "." + field
+	}
+	return &Error{Reason: reason, Kind: o.kind, Name: o.name, Field: f, Err: err}
+}
+
+// Resolve checks the inputs and builds the resolved document. Errors are *Error.
+func Resolve(in Inputs) (*Resolved, error) {
+	ev := owner{KindEvaluation, in.Name, "spec"}
+	doc := Document{Format: DocumentFormat, EngineVersion: EngineVersion()}
+	var notes []string
+
+	// Cluster.
+	cl, err := pick(ev, "clusterRef", "cluster", in.Spec.ClusterRef, in.Spec.Cluster, KindSimulatedCluster,
+		func() (string, *blisv1alpha1.SimulatedClusterSpec) {
+			if in.Cluster == nil {
+				return "", nil
+			}
+			return in.Cluster.Name, &in.Cluster.Spec
+		})
+	if err != nil {
+		return nil, err
+	}
+	cdoc, cnotes, err := resolveCluster(cl.owner, cl.spec)
+	if err != nil {
+		return nil, err
+	}
+	doc.Cluster = cdoc
+	notes = append(notes, cnotes...)
+
+	// Policy.
+	po, err := pick(ev, "policyRef", "policy", in.Spec.PolicyRef, in.Spec.Policy, KindPolicyBundle,
+		func() (string, *blisv1alpha1.PolicyBundleSpec) {
+			if in.Policy == nil {
+				return "", nil
+			}
+			return in.Policy.Name, &in.Policy.Spec
+		})
+	if err != nil {
+		return nil, err
+	}
+	pol, pnotes, err := resolvePolicy(po.owner, po.spec, in.ConfigMaps)
+	if err != nil {
+		return nil, err
+	}
+	doc.Policy = pol
+	notes = append(notes, pnotes...)
+
+	// Workload.
+	wo, err := pick(ev, "workloadRef", "workload", in.Spec.WorkloadRef, in.Spec.Workload, KindWorkloadSpec,
+		func() (string, *blisv1alpha1.WorkloadSpecSpec) {
+			if in.Workload == nil {
+				return "", nil
+			}
+			return in.Workload.Name, &in.Workload.Spec
+		})
+	if err != nil {
+		return nil, err
+	}
+	wdoc, limits, err := resolveWorkload(wo.owner, wo.spec, in.ConfigMaps, in.Files)
+	if err != nil {
+		return nil, err
+	}
+	doc.Workload = wdoc
+
+	// Evaluation settings.
+	if len(in.Spec.Seeds) > 0 {
+		seen := map[int64]bool{}
+		for i, s := range in.Spec.Seeds {
+			if seen[s] {
+				return nil, ev.err(ReasonInvalidSpec, fmt.Sprintf("seeds[%d]", i), fmt.Errorf("seed %d is given twice", s))
+			}
+			seen[s] = true
+		}
+		if len(in.Spec.Seeds) > maxSeeds {
+			return nil, ev.err(ReasonInvalidSpec, "seeds", fmt.Errorf("at most %d seeds, got %d", maxSeeds, len(in.Spec.Seeds)))
+		}
+		doc.Seeds = append([]int64(nil), in.Spec.Seeds...)
+	} else {
+		doc.Seeds = []int64{wdoc.Seed}
+	}
+	doc.Horizon, doc.NumRequests = limits.horizon, limits.numRequests
+	if h := in.Spec.Horizon; h != nil {
+		if *h < 1 {
+			return nil, ev.err(ReasonInvalidSpec, "horizon", fmt.Errorf("must be >= 1, got %d", *h))
+		}
+		doc.Horizon = *h
+	}
+	if n := in.Spec.NumRequests; n != nil {
+		if *n < 1 {
+			return nil, ev.err(ReasonInvalidSpec, "numRequests", fmt.Errorf("must be >= 1, got %d", *n))
+		}
+		doc.NumRequests = *n
+	}
+	for i, o := range in.Spec.Objectives {
+		d, err := fitness.ParseDirection(o.Direction)
+		if err != nil {
+			return nil, ev.err(ReasonInvalidSpec, fmt.Sprintf("objectives[%d].direction", i), err)
+		}
+		if math.IsNaN(o.Weight) || math.IsInf(o.Weight, 0) || o.Weight < 0 {
+			return nil, ev.err(ReasonInvalidSpec, fmt.Sprintf("objectives[%d].weight", i), fmt.Errorf("must be a finite number >= 0, got %v", o.Weight))
+		}
+		doc.Objectives = append(doc.Objectives, fitness.Objective{Name: o.Name, Direction: d, Weight: o.Weight})
+	}
+	if len(in.Spec.FitnessWeights) > 0 {
+		if err := fitness.CheckWeights(in.Spec.FitnessWeights); err != nil {
+			return nil, ev.err(ReasonInvalidSpec, "fitnessWeights", err)
+		}
+		doc.FitnessWeights = make(map[string]float64, len(in.Spec.FitnessWeights))
+		for k, v := range in.Spec.FitnessWeights {
+			doc.FitnessWeights[k] = v
+		}
+	}
+	r, err := load(&doc, func(part string, e error) error {
+		switch part {
+		case partCluster:
+			return cl.owner.err(ReasonInvalidSpec, "", e)
+		case partPolicy:
+			return po.owner.err(ReasonInvalidSpec, "", e)
+		case partWorkload:
+			return wo.owner.err(ReasonInvalidSpec, "", e)
+		}
+		return ev.err(ReasonInvalidSpec, part, e)
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.Notes = append(notes, r.Notes...)
+	return r, nil
+}
+
+// maxSeeds bounds the replicates of one evaluation (as the CRD does).
+const maxSeeds = 32
+
+// picked is the spec an Evaluation uses for one input, with its owner.
+type picked[T any] struct {
+	owner owner
+	spec  *T
+}
+
+// pick returns the referenced object's spec or the inline spec.
+func pick[T any](ev owner, refField, inlineField string, ref *blisv1alpha1.LocalObjectReference, inline *T, kind string,
+	fetched func() (string, *T)) (picked[T], error) {
+	switch {
+	case ref != nil && inline != nil:
+		return picked[T]{}, ev.err(ReasonInvalidSpec, refField, fmt.Errorf("set exactly one of %s and %s", refField, inlineField))
+	case inline != nil:
+		return picked[T]{owner{ev.kind, ev.name, ev.path + "." + inlineField}, inline}, nil
+	case ref == nil:
+		return picked[T]{}, ev.err(ReasonInvalidSpec, refField, fmt.Errorf("set exactly one of %s and %s", refField, inlineField))
+	}
+	name, spec := fetched()
+	if spec == nil || name != ref.Name {
+		return picked[T]{}, ev.err(ReasonReferenceNotFound, refField+".name", fmt.Errorf("%s %q not found", kind, ref.Name))
+	}
+	return picked[T]{owner{kind, name, "spec"}, spec}, nil
+}
+
+// resolveCluster maps a SimulatedCluster spec onto identical replicas of one instance.
+func resolveCluster(o owner, s *blisv1alpha1.SimulatedClusterSpec) (ClusterDoc, []string, error) {
+	var notes []string
+	var d ClusterDoc
+	if strings.TrimSpace(s.Model.Name) == "" && s.Model.Config == nil {
+		return d, nil, o.err(ReasonInvalidSpec, "model.name", errors.New("required"))
+	}
+	if s.Hardware != nil {
+		return d, nil, o.err(ReasonUnsupported, "hardware", errors.New("per-field GPU overrides are not simulated by this engine version; choose a catalog GPU with gpu"))
+	}
+	if len(s.Pools) == 0 {
+		return d, nil, o.err(ReasonInvalidSpec, "pools", errors.New("at least one pool is required"))
+	}
+	for i, p := range s.Pools {
+		if p.Role != "" && p.Role != blisv1alpha1.PoolMonolithic {
+			return d, nil, o.err(ReasonUnsupported, fmt.Sprintf("pools[%d].role", i),
+				fmt.Errorf("%s pools (prefill/decode disaggregation) are not simulated by this engine version; use monolithic pools", p.Role))
+		}
+		if p.Replicas < 0 {
+			return d, nil, o.err(ReasonInvalidSpec, fmt.Sprintf("pools[%d].replicas", i), fmt.Errorf("must be >= 0, got %d", p.Replicas))
+		}
+		d.Replicas += int(p.Replicas)
+		if p.MinReplicas != nil || p.MaxReplicas != nil {
+			notes = append(notes, fmt.Sprintf("pool %s: minReplicas/maxReplicas are not simulated; the pool keeps its %d replicas", p.Name, p.Replicas))
+		}
+	}
+	if d.Replicas < 1 {
+		return d, nil, o.err(ReasonInvalidSpec, "pools", errors.New("the pools have no replicas"))
+	}
+	if d.Replicas > maxReplicas {
+		return d, nil, o.err(ReasonInvalidSpec, "pools", fmt.Errorf("at most %d replicas in all, got %d", maxReplicas, d.Replicas))
+	}
+	if s.KVTransfer != nil {
+		return d, nil, o.err(ReasonUnsupported, "kvTransfer", errors.New("prefill/decode KV transfer is not simulated by this engine version"))
+	}
+	if len(s.KVTiers) > 0 {
+		notes = append(notes, "kvTiers: KV offload tiers are not simulated; replicas use GPU KV blocks only")
+	}
+	if s.Autoscaling != nil {
+		notes = append(notes, "autoscaling: replicas are not autoscaled; the pools keep their initial replicas")
+	}
+	if s.Observability != nil {
+		notes = append(notes, "observability: signal refresh settings are not simulated; the router reads fresh signals")
+	}
+	if s.ControlPlane.SnapshotRefreshIntervalUs != nil || s.ControlPlane.CacheSignalDelayUs != nil {
+		notes = append(notes, "controlPlane: snapshotRefreshIntervalUs and cacheSignalDelayUs are not simulated")
+	}
+	e := s.Engine
+	if e.SwapSpaceGiB != nil || e.MaxNumPartialPrefills != nil || e.MoE != nil {
+		notes = append(notes, "engine: swapSpaceGiB, maxNumPartialPrefills and moe options are not simulated")
+	}
+	if s.ControlPlane.AdmissionLatencyUs < 0 {
+		return d, nil, o.err(ReasonInvalidSpec, "controlPlane.admissionLatencyUs", fmt.Errorf("must be >= 0, got %d", s.ControlPlane.AdmissionLatencyUs))
+	}
+	if s.ControlPlane.RoutingLatencyUs < 0 {
+		return d, nil, o.err(ReasonInvalidSpec, "controlPlane.routingLatencyUs", fmt.Errorf("must be >= 0, got %d", s.ControlPlane.RoutingLatencyUs))
+	}
+	d.AdmissionLatencyUs = s.ControlPlane.AdmissionLatencyUs
+	d.RoutingLatencyUs = s.ControlPlane.RoutingLatencyUs
+
+	is := model.InstanceSpec{
+		Model:        s.Model.Name,
+		GPU:          s.GPU,
+		LatencyModel: string(s.LatencyModel.Backend),
+		AlphaCoeffs:  append([]float64(nil), s.LatencyModel.AlphaCoeffs...),
+		BetaCoeffs:   append([]float64(nil), s.LatencyModel.BetaCoeffs...),
+		Engine: model.EngineSettings{
+			TensorParallelSize:   int(e.TensorParallelSize),
+			PipelineParallelSize: int(e.PipelineParallelSize),
+			DataParallelSize:     int(e.DataParallelSize),
+			MaxNumSeqs:           int64(e.MaxNumSeqs),
+			MaxNumBatchedTokens:  int64(e.MaxNumBatchedTokens),
+			BlockSize:            int64(e.BlockSize),
+			MaxModelLen:          int64(e.MaxModelLen),
+			EnableChunkedPrefill: e.EnableChunkedPrefill,
+			EnablePrefixCaching:  e.EnablePrefixCaching,
+			VLLMVersion:          e.VllmVersion,
+		},
+	}
+	if len(is.AlphaCoeffs) == 0 {
+		is.AlphaCoeffs = nil
+	}
+	if len(is.BetaCoeffs) == 0 {
+		is.BetaCoeffs = nil
+	}
+	if e.LongPrefillTokenThreshold != nil {
+		is.Engine.LongPrefillTokenThreshold = int64(*e.LongPrefillTokenThreshold)
+	}
+	if e.GpuMemoryUtilization != nil {
+		is.Engine.GPUMemoryUtilization = *e.GpuMemoryUtilization
+	}
+	if e.TotalKVBlocks != nil {
+		is.Engine.TotalKVBlocks = *e.TotalKVBlocks
+	}
+	if s.Model.Config != nil {
+		js, err := blisfile.HFConfigJSON(s.Model.Config)
+		if err != nil {
+			return d, nil, o.err(ReasonInvalidSpec, "model.config", err)
+		}
+		is.ModelConfigJSON = js
+	}
+	d.Instance = is
+	return d, notes, nil
+}
+
+// maxReplicas bounds the replicas of a simulated cluster: each owns a KV cache.
+const maxReplicas = 10_000
+
+// resolvePolicy renders a PolicyBundle spec (or the BLIS file it references) as the engine's
+// policy file.
+func resolvePolicy(o owner, s *blisv1alpha1.PolicyBundleSpec, cms map[string]map[string]string) (string, []string, error) {
+	if ref := s.BlisConfigMapRef; ref != nil {
+		data, err := configMapKey(o, "blisConfigMapRef", ref, cms)
+		if err != nil {
+			return "", nil, err
+		}
+		parsed, err := blisfile.ParsePolicy([]byte(data))
+		if err != nil {
+			return "", nil, &Error{Reason: ReasonInvalidSpec, Kind: KindConfigMap, Name: ref.Name, Field: "data." + ref.Key, Err: err}
+		}
+		o = owner{KindConfigMap, ref.Name, "data." + ref.Key}
+		s = parsed
+	}
+	out, err := blisfile.PolicyToEngine(s)
+	if err != nil {
+		reason := ReasonInvalidSpec
+		if strings.Contains(err.Error(), "does not implement") {
+			reason = ReasonUnsupported
+		}
+		return "", nil, o.err(reason, "", err)
+	}
+	var notes []string
+	if s.Autoscaler != nil || s.InstanceLifecycle != nil || len(s.NodePools) > 0 {
+		notes = append(notes, "policy: autoscaler, instanceLifecycle and nodePools are validated but not simulated; replicas are fixed and start warm")
+	}
+	return string(out), notes, nil
+}
+
+// limits are a workload's own request count and horizon when the document carries them at top
+// level (trace replays).
+type limits struct {
+	horizon, numRequests int64
+}
+
+// resolveWorkload renders a WorkloadSpec spec as a BLIS workload spec (expanding scenarios and
+// ConfigMap files) or a trace replay with its data.
+func resolveWorkload(o owner, s *blisv1alpha1.WorkloadSpecSpec, cms map[string]map[string]string, files map[string][]byte) (WorkloadDoc, limits, error) {
+	var d WorkloadDoc
+	var lim limits
+	if ref := s.BlisConfigMapRef; ref != nil {
+		data, err := configMapKey(o, "blisConfigMapRef", ref, cms)
+		if err != nil {
+			return d, lim, err
+		}
+		parsed, err := blisfile.ParseWorkload([]byte(data))
+		if err != nil {
+			return d, lim, &Error{Reason: ReasonInvalidSpec, Kind: KindConfigMap, Name: ref.Name, Field: "data." + ref.Key, Err: err}
+		}
+		o = owner{KindConfigMap, ref.Name, "data." + ref.Key}
+		s = parsed
+	}
+	if s.Seed != nil {
+		d.Seed = *s.Seed
+	}
+	switch {
+	case s.Trace != nil:
+		t, err := resolveTrace(o, s.Trace, cms, files)
+		if err != nil {
+			return d, lim, err
+		}
+		d.Trace = t
+		if s.Horizon != nil {
+			lim.horizon = *s.Horizon
+		}
+		if s.NumRequests != nil {
+			lim.numRequests = *s.NumRequests
+		}
+		if len(s.GoodputSloTargets) > 0 {
+			d.SLOTargets = map[string]workload.SLOTargets{}
+			for k, v := range s.GoodputSloTargets {
+				if !contains(workload.SLOClasses, k) {
+					return d, lim, o.err(ReasonInvalidSpec, "goodputSloTargets."+k, fmt.Errorf("unknown SLO class; valid: %s", strings.Join(workload.SLOClasses, ", ")))
+				}
+				d.SLOTargets[k] = workload.SLOTargets{TTFT: v.TTFT, ITL: v.ITL, E2E: v.E2E}
+			}
+		}
+		return d, lim, nil
+	case s.Scenario != "":
+		spec, err := workload.Scenario(s.Scenario)
+		if err != nil {
+			return d, lim, o.err(ReasonInvalidSpec, "scenario", err)
+		}
+		if s.Seed != nil {
+			spec.Seed = *s.Seed
+		}
+		if s.Horizon != nil {
+			spec.Horizon = *s.Horizon
+		}
+		if s.NumRequests != nil {
+			spec.NumRequests = *s.NumRequests
+		}
+		if s.AggregateRate != nil {
+			spec.AggregateRate = *s.AggregateRate
+		}
+		if len(s.GoodputSloTargets) > 0 {
+			spec.GoodputSLOTargets = map[string]workload.SLOTargets{}
+			for k, v := range s.GoodputSloTargets {
+				spec.GoodputSLOTargets[k] = workload.SLOTargets{TTFT: v.TTFT, ITL: v.ITL, E2E: v.E2E}
+			}
+		}
+		out, err := yaml.Marshal(spec)
+		if err != nil {
+			return d, lim, o.err(ReasonInvalidSpec, "scenario", err)
+		}
+		d.Spec = string(out)
+		d.Seed = spec.Seed
+		return d, lim, nil
+	}
+	if err := rejectDistributionFiles(o, s); err != nil {
+		return d, lim, err
+	}
+	out, err := blisfile.WorkloadToBLIS(s)
+	if err != nil {
+		return d, lim, o.err(ReasonInvalidSpec, "", err)
+	}
+	d.Spec = string(out)
+	return d, lim, nil
+}
+
+// rejectDistributionFiles refuses empirical distributions read from files: the file would live
+// outside the document, so the run could not be reproduced from it.
+func rejectDistributionFiles(o owner, s *blisv1alpha1.WorkloadSpecSpec) error {
+	js, err := json.Marshal(s)
+	if err != nil {
+		return o.err(ReasonInvalidSpec, "", err)
+	}
+	var doc any
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(js, &doc); err != nil {
+		return o.err(ReasonInvalidSpec, "", err)
+	}
+	if path := findKey(doc, "", "file"); path != "" {
+		return o.err(ReasonUnsupported, path, errors.New("empirical distribution files are not supported in Evaluations (the document must be self-contained)"))
+	}
+	return nil
+}
+
+// findKey returns the path of the first (in sorted key order) object member named key, or "".
+func findKey(v any, path, key string) string {
+	switch t := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			if k == key {
+				return p
+			}
+			if f := findKey(t[k], p, key); f != "" {
+				return f
+			}
+		}
+	case []any:
+		for i, e := range t {
+			if f := findKey(e, path+"["+strconv.Itoa(i)+"]", key); f != "" {
+				return f
+			}
+		}
+	}
+	return ""
+}
+
+// resolveTrace loads a trace's data (and blis-v2 header) from ConfigMaps or files.
+func resolveTrace(o owner, t *blisv1alpha1.TraceSource, cms map[string]map[string]string, files map[string][]byte) (*TraceDoc, error) {
+	d := &TraceDoc{Format: t.Format}
+	if t.Speedup != nil {
+		d.Speedup = *t.Speedup
+	}
+	switch {
+	case t.ConfigMapRef != nil && t.Path != "":
+		return nil, o.err(ReasonInvalidSpec, "trace", errors.New("set exactly one of configMapRef and path"))
+	case t.ConfigMapRef != nil:
+		data, err := configMapKey(o, "trace.configMapRef", t.ConfigMapRef, cms)
+		if err != nil {
+			return nil, err
+		}
+		d.Data = data
+		if d.Format == "" {
+			d.Format = formatFromName(t.ConfigMapRef.Key)
+		}
+	case t.Path != "":
+		if data, ok := files[t.Path]; ok {
+			d.Data = string(data)
+		} else {
+			d.Path = t.Path
+		}
+		if d.Format == "" {
+			d.Format = formatFromName(t.Path)
+		}
+	default:
+		return nil, o.err(ReasonInvalidSpec, "trace", errors.New("set configMapRef or path"))
+	}
+	switch d.Format {
+	case string(workload.TraceAzure), string(workload.TraceMooncake):
+		if t.HeaderConfigMapRef != nil || t.HeaderPath != "" {
+			return nil, o.err(ReasonInvalidSpec, "trace", fmt.Errorf("a header applies only to blis-v2 traces, not %s", d.Format))
+		}
+	case traceBLISv2:
+		switch {
+		case t.HeaderConfigMapRef != nil:
+			h, err := configMapKey(o, "trace.headerConfigMapRef", t.HeaderConfigMapRef, cms)
+			if err != nil {
+				return nil, err
+			}
+			d.Header = h
+		case t.HeaderPath != "":
+			if data, ok := files[t.HeaderPath]; ok {
+				d.Header = string(data)
+			} else {
+				d.HeaderPath = t.HeaderPath
+			}
+		default:
+			return nil, o.err(ReasonInvalidSpec, "trace", errors.New("a blis-v2 trace needs headerConfigMapRef or headerPath"))
+		}
+	case "":
+		return nil, o.err(ReasonInvalidSpec, "trace.format", errors.New("cannot tell the format from the file name; set format (azure, mooncake or blis-v2)"))
+	default:
+		return nil, o.err(ReasonInvalidSpec, "trace.format", fmt.Errorf("unknown trace format %q; valid: azure, mooncake, blis-v2", d.Format))
+	}
+	return d, nil
+}
+
+// traceBLISv2 is the trace format name of BLIS trace v2 (header plus CSV).
+const traceBLISv2 = "blis-v2"
+
+func formatFromName(name string) string {
+	switch {
+	case strings.HasSuffix(strings.ToLower(name), ".csv"):
+		return string(workload.TraceAzure)
+	case strings.HasSuffix(strings.ToLower(name), ".jsonl"), strings.HasSuffix(strings.ToLower(name), ".json"):
+		return string(workload.TraceMooncake)
+	}
+	return ""
+}
+
+// configMapKey returns the value of a referenced ConfigMap key.
+func configMapKey(o owner, field string, ref *blisv1alpha1.ConfigMapKeyReference, cms map[string]map[string]string) (string, error) {
+	data, ok := cms[ref.Name]
+	if !ok {
+		return "", o.err(ReasonReferenceNotFound, field+".name", fmt.Errorf("ConfigMap %q not found", ref.Name))
+	}
+	v, ok := data[ref.Key]
+	if !ok {
+		return "", o.err(ReasonReferenceNotFound, field+".key", fmt.Errorf("ConfigMap %q has no key %q", ref.Name, ref.Key))
+	}
+	return v, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
