@@ -34,13 +34,11 @@ type runFlags struct {
 	blockSize, totalKVBlocks, maxModelLen                 int64
 	gpuMemoryUtilization                                  float64
 	enablePrefixCaching, enableChunkedPrefill             bool
-	preemptionPolicy                                      string
 
-	// Cluster.
-	numInstances                     int
-	routingPolicy                    string
-	admissionLatency, routingLatency int64
-	seed, horizon                    int64
+	// Cluster and control plane.
+	numInstances  int
+	pol           policyFlags
+	seed, horizon int64
 
 	// Workload (BLIS's default "distribution" workload).
 	workloadType, arrival   string
@@ -78,6 +76,13 @@ shared prefix) and prints the metrics in upstream BLIS's format: one JSON block 
 then the cluster block, each after a "=== Simulation Metrics ===" line. --metrics-path also
 writes the cluster block with one row per request.
 
+The control plane is a policy bundle: --policy-config loads BLIS's policy-config YAML (with this
+project's templates, decision trees, CEL expressions and snapshot observability), and the
+--admission-policy, --priority-policy, --routing-policy, --routing-scorers, --scheduler,
+--preemption-policy, --admission-latency, --routing-latency and --token-bucket-* flags override
+it. Without any of them the run uses BLIS's defaults: always-admit, constant priority,
+round-robin, fcfs scheduling and fcfs preemption.
+
 The flags are upstream BLIS's; --max-num-running-reqs, --max-num-scheduled-tokens,
 --max-prompts, --block-size and --tensor-parallel-size are accepted as aliases of
 --max-num-seqs, --max-num-batched-tokens, --num-requests, --block-size-in-tokens and --tp.`,
@@ -106,12 +111,9 @@ The flags are upstream BLIS's; --max-num-running-reqs, --max-num-scheduled-token
 	fl.Int64Var(&f.maxModelLen, "max-model-len", 0, "maximum prompt + output length (0 = derive from the model and the KV cache)")
 	fl.BoolVar(&f.enablePrefixCaching, "enable-prefix-caching", true, "reuse cached prompt blocks across requests")
 	fl.BoolVar(&f.enableChunkedPrefill, "enable-chunked-prefill", true, "split long prompts across steps")
-	fl.StringVar(&f.preemptionPolicy, "preemption-policy", string(sim.PreemptFCFS), "preemption victim: fcfs (tail of the batch) or priority")
 
 	fl.IntVar(&f.numInstances, "num-instances", 1, "number of instances")
-	fl.StringVar(&f.routingPolicy, "routing-policy", "round-robin", "routing policy: "+strings.Join(sim.RouterNames(), ", "))
-	fl.Int64Var(&f.admissionLatency, "admission-latency", 0, "admission decision latency in microseconds")
-	fl.Int64Var(&f.routingLatency, "routing-latency", 0, "routing decision latency in microseconds")
+	addPolicyFlags(fl, &f.pol)
 	fl.Int64Var(&f.seed, "seed", 42, "master random seed")
 	fl.Int64Var(&f.horizon, "horizon", 0, "stop the simulation at this time in microseconds (0 = run until all requests finish)")
 
@@ -172,8 +174,8 @@ func checkFlags(fl *pflag.FlagSet, f *runFlags) error {
 		{"total-kv-blocks", f.totalKVBlocks},
 		{"max-model-len", f.maxModelLen},
 		{"tp", int64(f.tp)},
-		{"admission-latency", f.admissionLatency},
-		{"routing-latency", f.routingLatency},
+		{"admission-latency", f.pol.admissionLatency},
+		{"routing-latency", f.pol.routingLatency},
 		{"horizon", f.horizon},
 		{"prefix-tokens", int64(f.prefixTokens)},
 	}
@@ -209,11 +211,6 @@ func checkFlags(fl *pflag.FlagSet, f *runFlags) error {
 	case "trace", "debug", "info", "warn", "warning", "error", "fatal", "panic":
 	default:
 		return fmt.Errorf("--log %q is not a log level (known: trace, debug, info, warn, error, fatal, panic)", f.logLevel)
-	}
-	switch sim.PreemptionPolicy(f.preemptionPolicy) {
-	case sim.PreemptFCFS, sim.PreemptPriority:
-	default:
-		return fmt.Errorf("--preemption-policy %q is not known (known: fcfs, priority)", f.preemptionPolicy)
 	}
 	return nil
 }
@@ -357,17 +354,16 @@ func buildRun(fl *pflag.FlagSet, f *runFlags) (*runInput, error) {
 	if err != nil {
 		return nil, err
 	}
-	inst.Preemption = sim.PreemptionPolicy(f.preemptionPolicy)
-	router, err := sim.RouterByName(f.routingPolicy)
+	bundle, err := policyBundle(fl, &f.pol)
 	if err != nil {
 		return nil, err
 	}
 	cfg := &sim.Config{
-		Router:           router,
+		Policy:           bundle,
 		Seed:             f.seed,
 		Horizon:          f.horizon,
-		AdmissionLatency: f.admissionLatency,
-		RoutingLatency:   f.routingLatency,
+		AdmissionLatency: f.pol.admissionLatency,
+		RoutingLatency:   f.pol.routingLatency,
 		Options:          sim.Options{RequestRecords: f.metricsPath != ""},
 	}
 	for range f.numInstances {
