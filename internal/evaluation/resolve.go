@@ -148,7 +148,7 @@ func Resolve(in Inputs) (*Resolved, error) {
 	if err != nil {
 		return nil, err
 	}
-	pol, pnotes, err := resolvePolicy(po.owner, po.spec, in.ConfigMaps)
+	pol, polOwner, pnotes, err := resolvePolicy(po.owner, po.spec, in.ConfigMaps)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +166,7 @@ func Resolve(in Inputs) (*Resolved, error) {
 	if err != nil {
 		return nil, err
 	}
-	wdoc, limits, err := resolveWorkload(wo.owner, wo.spec, in.ConfigMaps, in.Files)
+	wdoc, wlOwner, limits, err := resolveWorkload(wo.owner, wo.spec, in.ConfigMaps, in.Files)
 	if err != nil {
 		return nil, err
 	}
@@ -225,9 +225,9 @@ func Resolve(in Inputs) (*Resolved, error) {
 		case partCluster:
 			return cl.owner.err(ReasonInvalidSpec, "", e)
 		case partPolicy:
-			return po.owner.err(ReasonInvalidSpec, "", e)
+			return polOwner.err(ReasonInvalidSpec, "", e)
 		case partWorkload:
-			return wo.owner.err(ReasonInvalidSpec, "", e)
+			return wlOwner.err(ReasonInvalidSpec, "", e)
 		}
 		return ev.err(ReasonInvalidSpec, part, e)
 	})
@@ -374,18 +374,18 @@ func resolveCluster(o owner, s *blisv1alpha1.SimulatedClusterSpec) (ClusterDoc, 
 const maxReplicas = 10_000
 
 // resolvePolicy renders a PolicyBundle spec (or the BLIS file it references) as the engine's
-// policy file.
-func resolvePolicy(o owner, s *blisv1alpha1.PolicyBundleSpec, cms map[string]map[string]string) (string, []string, error) {
+// policy file. It returns the owner of the content: the ConfigMap key for a referenced file.
+func resolvePolicy(o owner, s *blisv1alpha1.PolicyBundleSpec, cms map[string]map[string]string) (string, owner, []string, error) {
 	if ref := s.BlisConfigMapRef; ref != nil {
 		data, err := configMapKey(o, "blisConfigMapRef", ref, cms)
 		if err != nil {
-			return "", nil, err
-		}
-		parsed, err := blisfile.ParsePolicy([]byte(data))
-		if err != nil {
-			return "", nil, &Error{Reason: ReasonInvalidSpec, Kind: KindConfigMap, Name: ref.Name, Field: "data." + ref.Key, Err: err}
+			return "", o, nil, err
 		}
 		o = owner{KindConfigMap, ref.Name, "data." + ref.Key}
+		parsed, err := blisfile.ParsePolicy([]byte(data))
+		if err != nil {
+			return "", o, nil, o.err(ReasonInvalidSpec, "", err)
+		}
 		s = parsed
 	}
 	out, err := blisfile.PolicyToEngine(s)
@@ -394,13 +394,13 @@ func resolvePolicy(o owner, s *blisv1alpha1.PolicyBundleSpec, cms map[string]map
 		if strings.Contains(err.Error(), "does not implement") {
 			reason = ReasonUnsupported
 		}
-		return "", nil, o.err(reason, "", err)
+		return "", o, nil, o.err(reason, "", err)
 	}
 	var notes []string
 	if s.Autoscaler != nil || s.InstanceLifecycle != nil || len(s.NodePools) > 0 {
 		notes = append(notes, "policy: autoscaler, instanceLifecycle and nodePools are validated but not simulated; replicas are fixed and start warm")
 	}
-	return string(out), notes, nil
+	return string(out), o, notes, nil
 }
 
 // limits are a workload's own request count and horizon when the document carries them at top
@@ -411,19 +411,26 @@ type limits struct {
 
 // resolveWorkload renders a WorkloadSpec spec as a BLIS workload spec (expanding scenarios and
 // ConfigMap files) or a trace replay with its data.
-func resolveWorkload(o owner, s *blisv1alpha1.WorkloadSpecSpec, cms map[string]map[string]string, files map[string][]byte) (WorkloadDoc, limits, error) {
+func resolveWorkload(o owner, s *blisv1alpha1.WorkloadSpecSpec, cms map[string]map[string]string, files map[string][]byte) (WorkloadDoc, owner, limits, error) {
+	d, lim, err := resolveWorkloadContent(&o, s, cms, files)
+	return d, o, lim, err
+}
+
+// resolveWorkloadContent is resolveWorkload; it moves *o to the ConfigMap key of a referenced
+// BLIS file.
+func resolveWorkloadContent(o *owner, s *blisv1alpha1.WorkloadSpecSpec, cms map[string]map[string]string, files map[string][]byte) (WorkloadDoc, limits, error) {
 	var d WorkloadDoc
 	var lim limits
 	if ref := s.BlisConfigMapRef; ref != nil {
-		data, err := configMapKey(o, "blisConfigMapRef", ref, cms)
+		data, err := configMapKey(*o, "blisConfigMapRef", ref, cms)
 		if err != nil {
 			return d, lim, err
 		}
+		*o = owner{KindConfigMap, ref.Name, "data." + ref.Key}
 		parsed, err := blisfile.ParseWorkload([]byte(data))
 		if err != nil {
-			return d, lim, &Error{Reason: ReasonInvalidSpec, Kind: KindConfigMap, Name: ref.Name, Field: "data." + ref.Key, Err: err}
+			return d, lim, o.err(ReasonInvalidSpec, "", err)
 		}
-		o = owner{KindConfigMap, ref.Name, "data." + ref.Key}
 		s = parsed
 	}
 	if s.Seed != nil {
@@ -431,7 +438,7 @@ func resolveWorkload(o owner, s *blisv1alpha1.WorkloadSpecSpec, cms map[string]m
 	}
 	switch {
 	case s.Trace != nil:
-		t, err := resolveTrace(o, s.Trace, cms, files)
+		t, err := resolveTrace(*o, s.Trace, cms, files)
 		if err != nil {
 			return d, lim, err
 		}
@@ -483,7 +490,7 @@ func resolveWorkload(o owner, s *blisv1alpha1.WorkloadSpecSpec, cms map[string]m
 		d.Seed = spec.Seed
 		return d, lim, nil
 	}
-	if err := rejectDistributionFiles(o, s); err != nil {
+	if err := rejectDistributionFiles(*o, s); err != nil {
 		return d, lim, err
 	}
 	out, err := blisfile.WorkloadToBLIS(s)

@@ -1,0 +1,271 @@
+package evaluation
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	blisv1alpha1 "github.com/inference-sim/blis-operator/api/v1alpha1"
+)
+
+// samplesDir holds the project's example manifests.
+const samplesDir = "../../config/samples"
+
+// loadSamples reads every sample manifest into one set.
+func loadSamples(t *testing.T) *Manifests {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(samplesDir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(files)
+	m := &Manifests{}
+	for _, f := range files {
+		if filepath.Base(f) == "kustomization.yaml" {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Add(f, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return m
+}
+
+// baseInputs is the sample Evaluation cache-aware-chat with its references, kept small.
+func baseInputs(t *testing.T) Inputs {
+	t.Helper()
+	m := loadSamples(t)
+	ev, err := m.Select("cache-aware-chat", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int64(100)
+	ev.Spec.NumRequests = &n
+	in, err := m.Inputs(ev, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+func mustResolve(t *testing.T, in Inputs) *Resolved {
+	t.Helper()
+	r, err := Resolve(in)
+	if err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+	return r
+}
+
+func TestResolveErrorsNameObjectAndField(t *testing.T) {
+	cases := []struct {
+		name    string
+		mutate  func(in *Inputs)
+		reason  string
+		kind    string
+		objName string
+		field   string
+		text    string
+	}{
+		{"missing cluster", func(in *Inputs) { in.Cluster = nil },
+			ReasonReferenceNotFound, KindEvaluation, "cache-aware-chat", "spec.clusterRef.name", `SimulatedCluster "llama8b-h100" not found`},
+		{"cluster of another name", func(in *Inputs) { c := *in.Cluster; c.Name = "other"; in.Cluster = &c },
+			ReasonReferenceNotFound, KindEvaluation, "cache-aware-chat", "spec.clusterRef.name", "not found"},
+		{"unknown model", func(in *Inputs) { c := in.Cluster.DeepCopy(); c.Spec.Model.Name = "no-such-model"; in.Cluster = c },
+			ReasonInvalidSpec, KindSimulatedCluster, "llama8b-h100", "spec", "no-such-model"},
+		{"disaggregated pools", func(in *Inputs) {
+			c := in.Cluster.DeepCopy()
+			c.Spec.Pools = []blisv1alpha1.ReplicaPoolSpec{{Name: "p", Role: blisv1alpha1.PoolPrefill, Replicas: 1}, {Name: "d", Role: blisv1alpha1.PoolDecode, Replicas: 1}}
+			in.Cluster = c
+		}, ReasonUnsupported, KindSimulatedCluster, "llama8b-h100", "spec.pools[0].role", "not simulated"},
+		{"bad CEL", func(in *Inputs) {
+			p := in.Policy.DeepCopy()
+			p.Spec.Priority = &blisv1alpha1.PriorityPolicy{PolicyForms: blisv1alpha1.PolicyForms{CEL: "request.noSuchField +"}}
+			in.Policy = p
+		}, ReasonInvalidSpec, KindPolicyBundle, "cache-aware", "spec", "cel"},
+		{"unknown routing template", func(in *Inputs) {
+			p := in.Policy.DeepCopy()
+			p.Spec.Routing = &blisv1alpha1.RoutingPolicy{Policy: "no-such-router"}
+			in.Policy = p
+		}, ReasonInvalidSpec, KindPolicyBundle, "cache-aware", "spec", "no-such-router"},
+		{"bad distribution", func(in *Inputs) {
+			w := in.Workload.DeepCopy()
+			w.Spec.Clients[0].InputDistribution.Type = "zipf"
+			in.Workload = w
+		}, ReasonInvalidSpec, KindWorkloadSpec, "chat-and-batch", "spec", "zipf"},
+		{"unknown objective", func(in *Inputs) {
+			in.Spec.Objectives = []blisv1alpha1.Objective{{Name: "ttftP999Ms", Direction: "minimize", Weight: 1}}
+		}, ReasonInvalidSpec, KindEvaluation, "cache-aware-chat", "spec.objectives[0].name", "valid: injectedRequests, completedRequests"},
+		{"unknown class objective", func(in *Inputs) {
+			in.Spec.Objectives = []blisv1alpha1.Objective{{Name: "ttftP99Ms/gold", Direction: "minimize", Weight: 1}}
+		}, ReasonInvalidSpec, KindEvaluation, "cache-aware-chat", "spec.objectives[0].name", `unknown SLO class "gold"`},
+		{"bad direction", func(in *Inputs) {
+			in.Spec.Objectives = []blisv1alpha1.Objective{{Name: "ttftP99Ms", Direction: "down", Weight: 1}}
+		}, ReasonInvalidSpec, KindEvaluation, "cache-aware-chat", "spec.objectives[0].direction", "minimize or maximize"},
+		{"bad fitness weight", func(in *Inputs) { in.Spec.FitnessWeights = map[string]float64{"p99_tft": 1} },
+			ReasonInvalidSpec, KindEvaluation, "cache-aware-chat", "spec.fitnessWeights", "valid keys"},
+		{"duplicate seed", func(in *Inputs) { in.Spec.Seeds = []int64{1, 1} },
+			ReasonInvalidSpec, KindEvaluation, "cache-aware-chat", "spec.seeds[1]", "given twice"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := baseInputs(t)
+			tc.mutate(&in)
+			_, err := Resolve(in)
+			var re *Error
+			if !errors.As(err, &re) {
+				t.Fatalf("Resolve error = %v, want *Error", err)
+			}
+			if re.Reason != tc.reason || re.Kind != tc.kind || re.Name != tc.objName || re.Field != tc.field {
+				t.Errorf("error = {%s %s %s %s}, want {%s %s %s %s}: %v", re.Reason, re.Kind, re.Name, re.Field,
+					tc.reason, tc.kind, tc.objName, tc.field, err)
+			}
+			if !strings.Contains(err.Error(), tc.text) {
+				t.Errorf("error %q does not mention %q", err, tc.text)
+			}
+			if !strings.HasPrefix(err.Error(), tc.kind+" "+tc.objName+": "+tc.field+": ") {
+				t.Errorf("error %q does not start with the kind, name and field", err)
+			}
+		})
+	}
+}
+
+func TestResolveConfigMapReferences(t *testing.T) {
+	m := loadSamples(t)
+	// The PolicyBundle sample that keeps its BLIS file in a ConfigMap.
+	ev := blisv1alpha1.Evaluation{Spec: blisv1alpha1.EvaluationSpec{
+		ClusterRef:  &blisv1alpha1.LocalObjectReference{Name: "llama8b-h100"},
+		PolicyRef:   &blisv1alpha1.LocalObjectReference{Name: "weighted-routing-from-file"},
+		WorkloadRef: &blisv1alpha1.LocalObjectReference{Name: "azure-code-replay"},
+	}}
+	ev.Name = "from-configmaps"
+	in, err := m.Inputs(ev, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := mustResolve(t, in)
+	if !strings.Contains(r.Document.Policy, "precise-prefix-cache") {
+		t.Errorf("the policy from the ConfigMap is not in the document:\n%s", r.Document.Policy)
+	}
+	if tr := r.Document.Workload.Trace; tr == nil || tr.Format != "azure" || !strings.Contains(tr.Data, "ContextTokens") || tr.Speedup != 2 {
+		t.Errorf("the trace from the ConfigMap is not inline in the document: %+v", tr)
+	}
+
+	// A missing key names the referencing object and the key field.
+	delete(in.ConfigMaps["blis-weighted-routing"], "policy.yaml")
+	_, err = Resolve(in)
+	var re *Error
+	if !errors.As(err, &re) || re.Reason != ReasonReferenceNotFound || re.Kind != KindPolicyBundle ||
+		re.Name != "weighted-routing-from-file" || re.Field != "spec.blisConfigMapRef.key" {
+		t.Errorf("missing ConfigMap key: %v (%+v)", err, re)
+	}
+	// A missing ConfigMap names the ConfigMap field.
+	delete(in.ConfigMaps, "azure-code-trace-sample")
+	in.ConfigMaps["blis-weighted-routing"] = map[string]string{"policy.yaml": "routing: {policy: round-robin}\n"}
+	_, err = Resolve(in)
+	if !errors.As(err, &re) || re.Kind != KindWorkloadSpec || re.Field != "spec.trace.configMapRef.name" {
+		t.Errorf("missing ConfigMap: %v (%+v)", err, re)
+	}
+	// An invalid BLIS file names the ConfigMap and its key.
+	in.ConfigMaps["blis-weighted-routing"] = map[string]string{"policy.yaml": "routing: {policy: weighted, scorers: [{name: nope, weight: 1}]}\n"}
+	in.ConfigMaps["azure-code-trace-sample"] = map[string]string{"trace.csv": "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n"}
+	_, err = Resolve(in)
+	if !errors.As(err, &re) || re.Kind != KindConfigMap || re.Name != "blis-weighted-routing" || re.Field != "data.policy.yaml" {
+		t.Errorf("invalid BLIS policy file: %v (%+v)", err, re)
+	}
+}
+
+func TestHashStableAndSensitive(t *testing.T) {
+	base := mustResolve(t, baseInputs(t))
+	again := mustResolve(t, baseInputs(t))
+	if base.Hash != again.Hash || string(base.Canonical) != string(again.Canonical) {
+		t.Fatalf("same inputs, different documents:\n%s\n%s", base.Canonical, again.Canonical)
+	}
+	if len(base.Hash) != 64 {
+		t.Errorf("hash %q is not a hex SHA-256", base.Hash)
+	}
+	// The document round-trips through its canonical form with the same hash.
+	doc, _, err := ParseEnvelope(mustEnvelope(t, base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := Load(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loaded.Hash != base.Hash {
+		t.Errorf("reloaded document hash %s, want %s", loaded.Hash, base.Hash)
+	}
+
+	changes := map[string]func(in *Inputs){
+		"replicas": func(in *Inputs) { c := in.Cluster.DeepCopy(); c.Spec.Pools[0].Replicas++; in.Cluster = c },
+		"gpu memory": func(in *Inputs) {
+			c := in.Cluster.DeepCopy()
+			u := 0.8
+			c.Spec.Engine.GpuMemoryUtilization = &u
+			in.Cluster = c
+		},
+		"routing latency": func(in *Inputs) { c := in.Cluster.DeepCopy(); c.Spec.ControlPlane.RoutingLatencyUs++; in.Cluster = c },
+		"scorer weight":   func(in *Inputs) { p := in.Policy.DeepCopy(); p.Spec.Routing.Scorers[0].Weight = 2.5; in.Policy = p },
+		"scheduler":       func(in *Inputs) { p := in.Policy.DeepCopy(); p.Spec.Scheduler = "sjf"; in.Policy = p },
+		"rate":            func(in *Inputs) { w := in.Workload.DeepCopy(); r := 41.0; w.Spec.AggregateRate = &r; in.Workload = w },
+		"slo target": func(in *Inputs) {
+			w := in.Workload.DeepCopy()
+			w.Spec.GoodputSloTargets["critical"] = blisv1alpha1.SLODimTargets{TTFT: 201, E2E: 5000}
+			in.Workload = w
+		},
+		"seeds":            func(in *Inputs) { in.Spec.Seeds = []int64{1, 2, 4} },
+		"num requests":     func(in *Inputs) { n := int64(101); in.Spec.NumRequests = &n },
+		"horizon":          func(in *Inputs) { h := int64(1000000); in.Spec.Horizon = &h },
+		"objective weight": func(in *Inputs) { in.Spec.Objectives[0].Weight = 0.6 },
+		"fitness weights":  func(in *Inputs) { in.Spec.FitnessWeights = map[string]float64{"throughput": 1} },
+	}
+	seen := map[string]string{base.Hash: "base"}
+	for name, mutate := range changes {
+		in := baseInputs(t)
+		mutate(&in)
+		r := mustResolve(t, in)
+		if prev, dup := seen[r.Hash]; dup {
+			t.Errorf("change %q gives the same hash as %q", name, prev)
+		}
+		seen[r.Hash] = name
+	}
+	// Names and settings the engine does not read leave the hash alone.
+	in := baseInputs(t)
+	c := in.Cluster.DeepCopy()
+	c.Name = "renamed"
+	c.Labels = map[string]string{"team": "x"}
+	in.Cluster = c
+	in.Spec.ClusterRef = &blisv1alpha1.LocalObjectReference{Name: "renamed"}
+	in.Name = "another-evaluation"
+	in.Spec.Trace.Level = blisv1alpha1.TraceNone
+	if r := mustResolve(t, in); r.Hash != base.Hash {
+		t.Errorf("renaming objects changed the hash")
+	}
+}
+
+func mustEnvelope(t *testing.T, r *Resolved) []byte {
+	t.Helper()
+	env, err := r.MarshalEnvelope()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+func TestEmbeddedDefaultMatchesSample(t *testing.T) {
+	sample, err := os.ReadFile(filepath.Join(samplesDir, DefaultManifestName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(sample) != string(DefaultManifests()) {
+		t.Errorf("internal/evaluation/embedded/%s differs from config/samples/%s; copy the sample again", DefaultManifestName, DefaultManifestName)
+	}
+}
