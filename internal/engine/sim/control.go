@@ -13,8 +13,8 @@ import (
 // (admission, priority, routing, preemption victims) is taken here or reported to the
 // decision observer from here.
 
-// maxAdmissionDelays bounds how often one request's admission may answer DELAY; the request is
-// then rejected, so a policy that delays forever cannot keep a run alive forever.
+// maxAdmissionDelays bounds how often one request's admission may answer DELAY: the next DELAY
+// rejects it, so a policy that delays forever cannot keep a run alive forever.
 const maxAdmissionDelays = 1024
 
 // ewmaWeight is the weight of a new sample in the rolling routing signals (as TCP's smoothed

@@ -159,6 +159,8 @@ func TestPolicyPrefixAffinityBeatsRoundRobin(t *testing.T) {
 	for _, yaml := range []string{
 		"routing: {policy: prefix-affinity}",
 		"routing: {policy: weighted, scorers: [{name: prefix-cache-scorer, weight: 3}, {name: queue-scorer, weight: 2}, {name: kv-cache-utilization-scorer, weight: 2}]}",
+		// The precise producer reads the instances' real caches.
+		"routing: {policy: weighted, scorers: [{name: precise-prefix-cache, weight: 3}, {name: queue-scorer, weight: 2}, {name: kv-cache-utilization-scorer, weight: 2}]}",
 	} {
 		c := run(yaml)
 		if *c.CacheHitRate <= *rr.CacheHitRate+0.05 {
@@ -507,6 +509,104 @@ func TestPolicyCasesValidate(t *testing.T) {
 	for _, c := range policyCases {
 		if err := parseBundle(t, c).Validate(); err != nil {
 			t.Errorf("%q: %v", c, err)
+		}
+	}
+}
+
+// A request whose admission keeps being delayed times out at the gateway at its deadline, and
+// one without a deadline is rejected when its admission answers DELAY more than
+// maxAdmissionDelays times; both are conserved.
+func TestPolicyAdmissionDelays(t *testing.T) {
+	b := parseBundle(t, `admission: {cel: "'delay'", params: {delay_us: 1000}}`)
+	reqs := []workload.Request{
+		{ID: 1, Arrival: 100, InputLen: 50, OutputLen: 5, Timeout: 5500},
+		{ID: 2, Arrival: 200, InputLen: 50, OutputLen: 5, Timeout: workload.NoTimeout},
+	}
+	cfg := withPolicy(contendedCluster(), b)
+	cfg.Options = Options{RequestRecords: true, CheckInvariants: true}
+	res, c := clusterOf(t, cfg, &sliceSource{reqs: reqs})
+	a, r := res.Records[0], res.Records[1]
+	if a.Outcome != OutcomeTimedOut || a.Done != 5600 || a.Instance != -1 || res.GatewayTimedOut != 1 {
+		t.Errorf("delayed past its deadline: %+v (gateway timeouts %d)", a, res.GatewayTimedOut)
+	}
+	if r.Outcome != OutcomeRejected || r.Done != 200+maxAdmissionDelays*1000 || res.Rejected != 1 {
+		t.Errorf("delayed forever: %+v (rejected %d)", r, res.Rejected)
+	}
+	if c.TimedOutRequests != 1 || c.RejectedRequests != 1 || res.Policy.Delayed != 6+maxAdmissionDelays+1 {
+		t.Errorf("cluster: timed out %d, rejected %d, delays %d", c.TimedOutRequests, c.RejectedRequests, res.Policy.Delayed)
+	}
+}
+
+// The periodic snapshot refresh runs on its grid only while there is something to observe:
+// across a long idle gap it jumps to the last grid point before the next event, and it never
+// extends the run.
+func TestPolicySnapshotTicksSkipIdleTime(t *testing.T) {
+	reqs := []workload.Request{
+		{ID: 1, Arrival: 0, InputLen: 100, OutputLen: 10},
+		{ID: 2, Arrival: 60_000_000, InputLen: 100, OutputLen: 10},
+	}
+	b := parseBundle(t, "routing: {policy: least-loaded}\nobservability: {queue_depth: {mode: periodic, interval_us: 1000}}")
+	var ticks int
+	var lastTick int64
+	s := mustSim(t, withPolicy(contendedCluster(), b), &sliceSource{reqs: reqs})
+	if s.ctl.tick != 1000 {
+		t.Fatalf("grid %d, want the gcd of 1 ms, 10 ms and 100 ms", s.ctl.tick)
+	}
+	s.observe = func(ev event) {
+		if ev.kind() == evSnapshotTick {
+			if ev.time%1000 != 0 {
+				t.Errorf("tick off the grid at %d", ev.time)
+			}
+			ticks++
+			lastTick = ev.time
+		}
+	}
+	if err := s.run(); err != nil {
+		t.Fatal(err)
+	}
+	if ticks == 0 || ticks > 400 {
+		t.Errorf("%d ticks for two short requests a minute apart", ticks)
+	}
+	last := max(s.insts[0].stats.LastEvent, s.insts[1].stats.LastEvent)
+	if lastTick > s.res.End || s.res.End != last || last < 60_000_000 {
+		t.Errorf("last tick %d, end %d, last instance event %d", lastTick, s.res.End, last)
+	}
+}
+
+// Runs of one Config with a bundle share nothing mutable: concurrent runs give the bytes of a
+// run alone (each run builds its own policies from the read-only bundle).
+func TestPolicyConcurrentRunsAreIndependent(t *testing.T) {
+	reqs := determinismWorkload()
+	cfg := withPolicy(determinismConfig(), parseBundle(t, richBundle))
+	want := reportJSON(t, cfg, reqs)
+	const n = 3
+	got := make([][]byte, n)
+	done := make(chan struct{})
+	for i := range n {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			src := &sliceSource{reqs: reqs}
+			res, err := Run(cfg, src)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			for _, v := range []any{res.Report(src.Tables(), metrics.Options{}), res.Records, res.Instances, res.End, res.Events} {
+				if err := enc.Encode(v); err != nil {
+					t.Error(err)
+				}
+			}
+			got[i] = buf.Bytes()
+		}()
+	}
+	for range n {
+		<-done
+	}
+	for i, g := range got {
+		if !bytes.Equal(g, want) {
+			t.Fatalf("concurrent run %d differs", i)
 		}
 	}
 }

@@ -1,5 +1,5 @@
 // Package sim is the simulation core: a deterministic discrete-event model of a cluster of
-// vLLM v1 replicas sharing one clock, with online routing at arrival.
+// vLLM v1 replicas sharing one clock, with online admission, priority and routing at arrival.
 //
 // # Event loop
 //
@@ -10,6 +10,26 @@
 // requests in flight, not to the workload. Randomness comes only from the partitioned streams
 // of the master seed (the router gets the "router" stream); nothing reads the wall clock,
 // iterates a map or starts a goroutine, so a run is a pure function of its input.
+//
+// # Control plane
+//
+// With Config.Policy set, a run builds a fresh policy.Pipeline from the bundle and every request
+// goes through it: at cluster arrival the router records it (and hashes its prompt when a
+// policy reads the prefix index); after the admission latency the admission policy admits,
+// rejects (the request leaves on the gateway collector and a reactive source hears Rejected) or
+// delays it (it asks again later; past its deadline it times out at the gateway); after the
+// routing latency the priority policy scores it and the routing policy picks its instance. The
+// router decides on snapshots from a policy.SnapshotProvider over the live instances, so each
+// field is as stale as the bundle's observability settings say; periodic fields are refreshed
+// by events on their grid (after the steps of the instant), which skip idle time and never
+// extend a run. Instances keep rolling estimates of recent TTFT, TPOT, prefix-cache hit rate
+// and step time for the snapshots. The router's books are released when a request leaves its
+// instance. Inside instances, the wait queue follows the bundle's scheduler (fcfs keeps the
+// O(1) deque, any other ordering a heap over the requests' scheduler keys, whose priority is
+// the priority stage's score, higher = more urgent) and preemption victims follow its
+// preemption ordering. Without a bundle a fast path skips the pipeline: always-admit and
+// round-robin (or Config.Router), fcfs queues, and the instance's own preemption setting; it
+// gives the same results as an empty bundle.
 //
 // # Instances
 //
