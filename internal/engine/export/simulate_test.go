@@ -100,3 +100,19 @@ func TestSimulatedMetricsAreSensitive(t *testing.T) {
 		t.Fatal("llm-d's default profile and round-robin gave identical metrics")
 	}
 }
+
+// Every sample configuration of llm-d-router v0.10.0 imports into a bundle the simulator runs.
+func TestImportedSamplesSimulate(t *testing.T) {
+	for _, name := range sampleNames(t) {
+		t.Run(name, func(t *testing.T) {
+			im, err := Import(readSample(t, name), readSample(t, "config_manifests_inferenceobjective.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, _ := simulate(t, im.Bundle, 40)
+			if !bytes.Contains(out, []byte(`"completed_requests": 400`)) {
+				t.Fatalf("not every request completed:\n%s", out)
+			}
+		})
+	}
+}
