@@ -9,9 +9,9 @@
 // used first. A free block may still carry the content hash it had when it last held a full
 // prompt block, and while it stays in the free list a later request with the same prefix can
 // claim it again (a prefix-cache hit) instead of recomputing it. Allocation takes blocks from
-// the head of the free list; a taken block loses its old hash (the hash map entry is deleted
-// only if it still points at that block, since a newer block may have registered the same
-// content since).
+// the head of the free list; a taken block loses its old hash (the index entry is deleted only
+// if it still points at that block, since a newer block may have registered the same content
+// since).
 //
 // When a request releases its blocks they are appended to the free tail in reverse order of its
 // block table, as vLLM and BLIS do: a request's last blocks are the least likely to be shared,
@@ -32,10 +32,24 @@
 //
 // # Performance
 //
-// All state is in flat arrays indexed by block id (the free list is intrusive: prev/next int32
-// arrays), and the hash map is sized for TotalBlocks entries up front, so no operation
-// allocates once tables have reached their working capacity. The hash map is only used for
-// lookups and is never iterated, which keeps every result independent of map order.
+// A simulation drives many caches of tens of thousands of blocks each, so the cost is memory
+// traffic, and the layout is chosen to touch few cache lines and to let independent misses
+// overlap:
+//   - each block's metadata (content hash, reference count, free-list position) is one 16-byte
+//     struct in a single array indexed by block id: four blocks to a cache line, none straddling
+//     two, and one line read per block touched;
+//   - the free list is a FIFO ring of block ids rather than a linked list. Allocation reads ids
+//     sequentially from its head, so the blocks it takes are independent loads instead of a
+//     pointer chase, and release appends sequentially at its tail. A free block claimed by a
+//     prefix hit leaves a tombstone at its ring position (which the block records); tombstones
+//     are skipped at the head, and when the ring fills up it is compacted in place, which its
+//     capacity (at least twice TotalBlocks) makes amortized O(1) per operation;
+//   - the content index is an open-addressing table keyed by the block hash itself, 8 bytes a
+//     slot, with room for every block at a load of at most 1/2 (see index.go).
+//
+// Nothing is allocated after New except the callers' tables growing to their working capacity.
+// The index is only used for lookups and is never iterated, which keeps every result
+// independent of its layout.
 //
 // A Cache is not safe for concurrent use; a simulation is single-threaded by design.
 package kvcache
@@ -43,9 +57,10 @@ package kvcache
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
-// nilBlock terminates the free list.
+// nilBlock is the "no block" id: an empty index slot, a tombstone in the free ring.
 const nilBlock int32 = -1
 
 // Table is one request's view of the cache. The caller owns it and keeps it across the request's
@@ -75,26 +90,49 @@ type Stats struct {
 	LookupTokens, HitTokens int64
 	// Allocated counts blocks taken from the free list by Grow.
 	Allocated int64
-	// Evicted counts allocations that destroyed a reusable cached block (one the hash map
+	// Evicted counts allocations that destroyed a reusable cached block (one the content index
 	// still pointed at).
 	Evicted int64
 	// GrowFailures counts Grow calls refused for lack of free blocks.
 	GrowFailures int64
 }
 
+// block is the metadata of one block, kept together so that one cache line serves every access
+// to it.
+type block struct {
+	hash uint64 // content hash, NoHash when none
+	ref  int32  // reference count
+	pos  int32  // position in the free ring, meaningful only while ref == 0
+}
+
+// freeEntry is one entry of the free ring: a free block and the content hash it carries (which
+// cannot change while the block is free), so that allocation finds the index entry to delete
+// without reading the block first. block is nilBlock for a tombstone.
+type freeEntry struct {
+	hash  uint64
+	block int32
+}
+
 // Cache is the paged KV cache of one instance.
 type Cache struct {
 	total, blockSize int32
 
-	ref  []int32  // reference count per block
-	hash []uint64 // content hash per block, NoHash when none
-	prev []int32  // free-list links, meaningful only while ref == 0
-	next []int32
+	blocks []block // indexed by block id
 
-	head, tail int32 // free list, head = least recently used
-	free       int32 // length of the free list
+	// The free list, least recently used first: ring[head&ringMask : tail&ringMask] (cyclically)
+	// holds the free blocks' ids and tombstones (nilBlock) left by claimed ones.
+	ring       []freeEntry
+	ringMask   uint32
+	head, tail uint32 // ring positions; they only grow, and wrap modulo 2^32
+	free       int32  // number of free blocks (live ring entries)
+	// settled is the ring position up to which taken blocks have had their index entries
+	// deleted; ring[settled&ringMask : head&ringMask] are taken blocks whose entries (if still
+	// naming them) are pending deletion, see settle.
+	settled uint32
 
-	index map[uint64]int32 // content hash -> block; lookup only, never iterated
+	index index // content hash -> block; lookup only, never iterated
+
+	touched int32 // sink of the loads that bring index slots into cache
 
 	stats Stats
 }
@@ -108,19 +146,20 @@ func New(totalBlocks, blockSize int32) *Cache {
 	c := &Cache{
 		total:     totalBlocks,
 		blockSize: blockSize,
-		ref:       make([]int32, totalBlocks),
-		hash:      make([]uint64, totalBlocks),
-		prev:      make([]int32, totalBlocks),
-		next:      make([]int32, totalBlocks),
-		index:     make(map[uint64]int32, totalBlocks),
+		blocks:    make([]block, totalBlocks),
+		index:     newIndex(totalBlocks),
 	}
+	size := 2
+	for size < 2*int(totalBlocks) {
+		size <<= 1
+	}
+	c.ring, c.ringMask = make([]freeEntry, size), uint32(size-1)
 	// Initially every block is free, in id order.
 	for i := range totalBlocks {
-		c.prev[i] = i - 1
-		c.next[i] = i + 1
+		c.ring[i].block = i
+		c.blocks[i].pos = i
 	}
-	c.next[totalBlocks-1] = nilBlock
-	c.head, c.tail, c.free = 0, totalBlocks-1, totalBlocks
+	c.head, c.tail, c.free = 0, uint32(totalBlocks), totalBlocks
 	return c
 }
 
@@ -142,10 +181,16 @@ func (c *Cache) Utilization() float64 { return float64(c.total-c.free) / float64
 
 // CachedBlocks returns the number of distinct content hashes currently held (by used or free
 // blocks), i.e. how many prompt blocks a new request could hit.
-func (c *Cache) CachedBlocks() int32 { return int32(len(c.index)) }
+func (c *Cache) CachedBlocks() int32 {
+	c.settle()
+	return c.index.n
+}
 
 // Stats returns the cumulative counters.
-func (c *Cache) Stats() Stats { return c.stats }
+func (c *Cache) Stats() Stats {
+	c.settle()
+	return c.stats
+}
 
 // BlocksForTokens returns how many blocks n tokens occupy (ceil(n/BlockSize)); useful for
 // unservable-request guards.
@@ -155,7 +200,7 @@ func (c *Cache) BlocksForTokens(n int32) int32 { return (n + c.blockSize - 1) / 
 // anything (no reference counts, no LRU order, no counters). Routers use it to score instances.
 func (c *Cache) CachedPrefix(hashes []uint64) int32 {
 	for i, h := range hashes {
-		if _, ok := c.index[h]; !ok {
+		if c.index.find(h, c.blocks) < 0 {
 			return int32(i)
 		}
 	}
@@ -189,14 +234,16 @@ func (c *Cache) ClaimPrefix(t *Table, hashes []uint64, inputLen int32) int32 {
 	limit := min(int32(len(hashes)), c.MaxClaimBlocks(inputLen))
 	var n int32
 	for n < limit {
-		b, ok := c.index[hashes[n]]
+		b, ok := c.index.get(hashes[n], c.blocks)
 		if !ok {
 			break
 		}
-		if c.ref[b] == 0 {
-			c.unlink(b)
+		blk := &c.blocks[b]
+		if blk.ref == 0 {
+			c.ring[blk.pos].block = nilBlock // leave the free list; the tombstone is skipped later
+			c.free--
 		}
-		c.ref[b]++
+		blk.ref++
 		t.Blocks = append(t.Blocks, b)
 		n++
 	}
@@ -238,39 +285,44 @@ func (c *Cache) Grow(t *Table, n int32, hashes []uint64) bool {
 		c.stats.GrowFailures++
 		return false
 	}
-	for range need {
-		b := c.head
-		c.unlink(b)
-		if h := c.hash[b]; h != NoHash {
-			if cur, ok := c.index[h]; ok && cur == b {
-				delete(c.index, h)
-				c.stats.Evicted++
-			}
-			c.hash[b] = NoHash
-		}
-		c.ref[b] = 1
-		t.Blocks = append(t.Blocks, b)
+	if need > 0 {
+		c.take(t, need)
 	}
-	c.stats.Allocated += int64(need)
 	if n > 0 {
 		t.Tokens += n
 	}
-	full := min(t.Tokens/c.blockSize, int32(len(hashes)))
-	for i := t.hashed; i < full; i++ {
-		h := hashes[i]
-		if h == NoHash {
-			continue
-		}
-		b := t.Blocks[i]
-		c.hash[b] = h
-		// The newest block wins a duplicate: it was just computed, so its owner releases it
-		// later than the older copy's owners and it survives longer in the LRU order.
-		c.index[h] = b
-	}
-	if full > t.hashed {
+	if full := min(t.Tokens/c.blockSize, int32(len(hashes))); full > t.hashed {
+		c.settle()
+		c.register(t.Blocks[t.hashed:full], hashes[t.hashed:full])
 		t.hashed = full
 	}
 	return true
+}
+
+// register gives blocks[i] the hash hashes[i] and indexes it, skipping NoHash, in rounds of up
+// to batch blocks whose index slots are first touched together so that their misses overlap.
+func (c *Cache) register(blocks []int32, hashes []uint64) {
+	slots, slotMask := c.index.slots, c.index.mask
+	var touch int32
+	for len(hashes) > 0 {
+		k := min(len(hashes), batch)
+		hs, bs := hashes[:k], blocks[:k]
+		hashes, blocks = hashes[k:], blocks[k:]
+		for _, h := range hs {
+			touch += slots[h&slotMask].block
+		}
+		for i, h := range hs {
+			if h == NoHash {
+				continue
+			}
+			b := bs[i]
+			c.blocks[b].hash = h
+			// The newest block wins a duplicate: it was just computed, so its owner releases it
+			// later than the older copy's owners and it survives longer in the LRU order.
+			c.index.put(h, b, c.blocks)
+		}
+	}
+	c.touched += touch
 }
 
 // Release drops t's references: each block's count is decremented, and blocks reaching 0 are
@@ -278,54 +330,144 @@ func (c *Cache) Grow(t *Table, n int32, hashes []uint64) bool {
 // Blocks keep their hashes and stay claimable until evicted. t is reset to empty, keeping the
 // capacity of t.Blocks.
 func (c *Cache) Release(t *Table) {
-	for i := len(t.Blocks) - 1; i >= 0; i-- {
-		b := t.Blocks[i]
-		c.ref[b]--
-		if c.ref[b] == 0 {
-			c.pushTail(b)
+	if c.tail-c.settled+uint32(len(t.Blocks)) > uint32(len(c.ring)) {
+		// Appending could overwrite entries pending settlement, or overrun the ring.
+		c.settle()
+		if c.tail-c.head+uint32(len(t.Blocks)) > uint32(len(c.ring)) {
+			c.compact()
 		}
 	}
+	blocks, ring, mask := c.blocks, c.ring, c.ringMask
+	tail, free := c.tail, c.free
+	var touch int32
+	for end := len(t.Blocks); end > 0; {
+		// Rounds of up to batch blocks, last first; the blocks of a round are touched together
+		// first so that their misses overlap.
+		start := max(end-batch, 0)
+		round := t.Blocks[start:end]
+		end = start
+		for _, b := range round {
+			touch += blocks[b].ref
+		}
+		for i := len(round) - 1; i >= 0; i-- {
+			b := round[i]
+			blk := &blocks[b]
+			blk.ref--
+			if blk.ref != 0 {
+				continue
+			}
+			// Append b at the free tail, the most recently used end.
+			p := tail & mask
+			ring[p] = freeEntry{hash: blk.hash, block: b}
+			blk.pos = int32(p)
+			tail++
+			free++
+		}
+	}
+	c.touched += touch
+	c.tail, c.free = tail, free
 	t.Blocks = t.Blocks[:0]
 	t.Tokens = 0
 	t.hashed = 0
 }
 
-// unlink removes free block b from the free list.
-func (c *Cache) unlink(b int32) {
-	p, n := c.prev[b], c.next[b]
-	if p == nilBlock {
-		c.head = n
-	} else {
-		c.next[p] = n
+// batch is how many blocks register, Release and settle handle per round. Each round first
+// runs a tight loop that only loads the cache lines the round will need (an index slot or a
+// block per block, independent loads that the processor overlaps), then does the work on lines
+// that are now in cache. A loop doing both stalls on each miss long enough for the reorder
+// buffer to fill after a few blocks, so misses would overlap far less. The loaded values are
+// summed into Cache.touched so that the loads are kept.
+const batch = 32
+
+// take moves the first need (> 0, at most c.free) blocks of the free list to t with reference
+// count 1. Block ids come from consecutive ring entries and the blocks are written without being
+// read. The index entries of the content they cached are deleted later, by settle, once batch
+// taken blocks have accumulated (or before anything depends on the deletion).
+func (c *Cache) take(t *Table, need int32) {
+	blocks, ring, mask := c.blocks, c.ring, c.ringMask
+	n0 := len(t.Blocks)
+	t.Blocks = slices.Grow(t.Blocks, int(need))[:n0+int(need)]
+	out := t.Blocks[n0:]
+	head := c.head
+	for j := range out {
+		b := ring[head&mask].block
+		head++
+		for b == nilBlock { // tombstones of claimed blocks
+			b = ring[head&mask].block
+			head++
+		}
+		blk := &blocks[b]
+		blk.hash, blk.ref = NoHash, 1
+		out[j] = b
 	}
-	if n == nilBlock {
-		c.tail = p
-	} else {
-		c.prev[n] = p
+	c.free -= need
+	if c.free == 0 {
+		head = c.tail // drop trailing tombstones
 	}
-	c.prev[b], c.next[b] = nilBlock, nilBlock
-	c.free--
+	c.head = head
+	c.stats.Allocated += int64(need)
+	if head-c.settled >= batch {
+		c.settle()
+	}
 }
 
-// pushTail appends b (reference count 0) to the free list's tail, the most recently used end.
-func (c *Cache) pushTail(b int32) {
-	c.prev[b] = c.tail
-	c.next[b] = nilBlock
-	if c.tail == nilBlock {
-		c.head = b
-	} else {
-		c.next[c.tail] = b
+// settle deletes the index entries of the blocks taken since the last call: the ring entries
+// [settled, head), whose hashes are the content those blocks held. Deletion is lazy: an entry
+// goes only if it still names the block, since a newer block may have registered the same
+// content since, and each deleted entry counts as an eviction.
+//
+// Deferring the deletions does not change any result. Until settle runs, an entry naming a
+// taken block is stale but invisible: the block no longer carries the entry's hash (take reset
+// it to NoHash), and index lookups compare the block's hash. Every operation that inserts into
+// the index, or reports Stats or CachedBlocks, settles first, so deletions and insertions happen
+// in the original order and every counter is exact when read. A stale entry names a block that
+// no valid entry names, so the load bound of the index still holds.
+func (c *Cache) settle() {
+	ring, mask := c.ring, c.ringMask
+	slots, slotMask := c.index.slots, c.index.mask
+	var touch int32
+	var evicted int64
+	for p := c.settled; p != c.head; {
+		end := p + min(c.head-p, batch)
+		for q := p; q != end; q++ {
+			touch += slots[ring[q&mask].hash&slotMask].block // NoHash touches slot 0
+		}
+		for ; p != end; p++ {
+			if e := &ring[p&mask]; e.hash != NoHash && e.block != nilBlock && c.index.deleteIf(e.hash, e.block) {
+				evicted++
+			}
+		}
 	}
-	c.tail = b
-	c.free++
+	c.settled = c.head
+	c.touched += touch
+	c.stats.Evicted += evicted
+}
+
+// compact squeezes the tombstones out of the free ring, keeping the order of the free blocks.
+// Release calls it before appending would overrun the ring; since at most TotalBlocks entries
+// are live and the ring holds at least twice as many, at least TotalBlocks appends separate two
+// compactions.
+func (c *Cache) compact() {
+	ring, mask := c.ring, c.ringMask
+	w := c.head
+	for r := c.head; r != c.tail; r++ {
+		if e := ring[r&mask]; e.block != nilBlock {
+			ring[w&mask] = e
+			c.blocks[e.block].pos = int32(w & mask)
+			w++
+		}
+	}
+	c.tail = w
 }
 
 // FreeOrder appends the free list's block ids to dst[:0], head (next to be evicted) first, and
 // returns it. It is meant for tests and debugging.
 func (c *Cache) FreeOrder(dst []int32) []int32 {
 	dst = dst[:0]
-	for b := c.head; b != nilBlock && len(dst) <= int(c.total); b = c.next[b] {
-		dst = append(dst, b)
+	for p := c.head; p != c.tail && len(dst) < int(c.total); p++ {
+		if b := c.ring[p&c.ringMask].block; b != nilBlock {
+			dst = append(dst, b)
+		}
 	}
 	return dst
 }
@@ -333,14 +475,18 @@ func (c *Cache) FreeOrder(dst []int32) []int32 {
 // CheckInvariants verifies the cache's internal consistency and returns a descriptive error for
 // the first violation found:
 //   - conservation (contract BC-13): used + free == total, every reference count >= 0;
-//   - the free list holds exactly the blocks with reference count 0, with consistent links;
-//   - every hash map entry points at a block carrying that hash.
+//   - the free list holds exactly the blocks with reference count 0, each once, at the ring
+//     position it records;
+//   - the content index is well formed (every entry reachable by lookup, count consistent) and
+//     every entry points at a block carrying that hash.
 //
-// It is O(TotalBlocks) and deterministic (it never iterates the map).
+// It settles deferred index deletions first (see settle), which changes no result, and is
+// O(TotalBlocks) and deterministic.
 func (c *Cache) CheckInvariants() error {
+	c.settle()
 	var used, zero int32
 	for b := range c.total {
-		switch r := c.ref[b]; {
+		switch r := c.blocks[b].ref; {
 		case r < 0:
 			return fmt.Errorf("kvcache: block %d has negative reference count %d", b, r)
 		case r == 0:
@@ -355,42 +501,50 @@ func (c *Cache) CheckInvariants() error {
 	if zero != c.free {
 		return fmt.Errorf("kvcache: %d blocks have reference count 0 but the free count is %d", zero, c.free)
 	}
+	if span := c.tail - c.head; span > uint32(len(c.ring)) {
+		return fmt.Errorf("kvcache: free ring spans %d entries of %d", span, len(c.ring))
+	}
 	var walked int32
-	prev := nilBlock
-	for b := c.head; b != nilBlock; b = c.next[b] {
+	for p := c.head; p != c.tail; p++ {
+		e := c.ring[p&c.ringMask]
+		b := e.block
+		if b == nilBlock {
+			continue
+		}
 		if b < 0 || b >= c.total {
-			return fmt.Errorf("kvcache: free list links to invalid block %d", b)
+			return fmt.Errorf("kvcache: free list holds invalid block %d", b)
 		}
-		if walked == c.free {
-			return fmt.Errorf("kvcache: free list longer than the free count %d (cycle?)", c.free)
+		if r := c.blocks[b].ref; r != 0 {
+			return fmt.Errorf("kvcache: block %d in the free list has reference count %d", b, r)
 		}
-		if c.ref[b] != 0 {
-			return fmt.Errorf("kvcache: block %d in the free list has reference count %d", b, c.ref[b])
+		// A block listed twice records at most one of its positions, so this also rules out
+		// duplicates.
+		if pos := c.blocks[b].pos; uint32(pos) != p&c.ringMask {
+			return fmt.Errorf("kvcache: block %d listed at free ring position %d records position %d", b, p&c.ringMask, pos)
 		}
-		if c.prev[b] != prev {
-			return fmt.Errorf("kvcache: block %d has prev %d, want %d", b, c.prev[b], prev)
+		if h := c.blocks[b].hash; e.hash != h {
+			return fmt.Errorf("kvcache: free ring lists block %d with hash %#x, it carries %#x", b, e.hash, h)
 		}
-		prev = b
 		walked++
 	}
 	if walked != c.free {
 		return fmt.Errorf("kvcache: free list has %d blocks, free count is %d", walked, c.free)
 	}
-	if c.tail != prev {
-		return fmt.Errorf("kvcache: free tail is %d, last listed block is %d", c.tail, prev)
+	if err := c.index.check(c.blocks); err != nil {
+		return err
 	}
-	// Each block b with index[hash[b]] == b accounts for exactly one valid map entry, and distinct
+	// Each block b with index[hash[b]] == b accounts for exactly one valid entry, and distinct
 	// blocks account for distinct entries; so all entries are valid iff the count equals the size.
-	var valid int
+	var valid int32
 	for b := range c.total {
-		if h := c.hash[b]; h != NoHash {
-			if cur, ok := c.index[h]; ok && cur == b {
+		if h := c.blocks[b].hash; h != NoHash {
+			if cur, ok := c.index.get(h, c.blocks); ok && cur == b {
 				valid++
 			}
 		}
 	}
-	if valid != len(c.index) {
-		return fmt.Errorf("kvcache: %d of %d hash entries point at blocks not carrying that hash", len(c.index)-valid, len(c.index))
+	if valid != c.index.n {
+		return fmt.Errorf("kvcache: %d of %d hash entries point at blocks not carrying that hash", c.index.n-valid, c.index.n)
 	}
 	return nil
 }
@@ -409,8 +563,8 @@ func (c *Cache) CheckTable(t *Table) error {
 		if b < 0 || b >= c.total {
 			return fmt.Errorf("kvcache: table block %d is invalid id %d", i, b)
 		}
-		if c.ref[b] <= 0 {
-			return fmt.Errorf("kvcache: table block %d (id %d) has reference count %d", i, b, c.ref[b])
+		if r := c.blocks[b].ref; r <= 0 {
+			return fmt.Errorf("kvcache: table block %d (id %d) has reference count %d", i, b, r)
 		}
 		for _, o := range t.Blocks[:i] {
 			if o == b {

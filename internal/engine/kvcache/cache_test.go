@@ -388,13 +388,13 @@ func TestCheckInvariantsDetectsCorruption(t *testing.T) {
 	var a Table
 	h := PromptBlockHashes(nil, nil, 32, 16, 1)
 	c.Grow(&a, 32, h)
-	c.ref[0] = 0 // a used block with refcount 0 that is not in the free list
+	c.blocks[0].ref = 0 // a used block with refcount 0 that is not in the free list
 	if c.CheckInvariants() == nil {
 		t.Error("lost block not detected")
 	}
-	c.ref[0] = 1
+	c.blocks[0].ref = 1
 	mustOK(t, c)
-	c.hash[1] = 12345 // the map entry of block 1's hash now points at a block without it
+	c.blocks[1].hash = 12345 // the map entry of block 1's hash now points at a block without it
 	if c.CheckInvariants() == nil {
 		t.Error("stale hash entry not detected")
 	}
