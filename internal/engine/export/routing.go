@@ -160,6 +160,12 @@ func (bd *builder) scorers(specs []policy.ScorerSpec) ([]scorerOut, error) {
 		}
 		if _, none := schema.(*llmd.NoParams); !none && !isZeroParams(schema) {
 			s.params = schema
+			if canon == policy.ScorerPrefixCache && !s.precise && !bd.t.AtLeast("llm-d-v0.9") {
+				// GIE v1.5's prefix-cache-scorer factory ignored its parameters.
+				if err := bd.approx(stage, "%s ignores prefix-cache-scorer parameters; the scorer runs with matchLengthWeight 0", bd.t.Name); err != nil {
+					return nil, err
+				}
+			}
 		}
 		out = append(out, s)
 	}
