@@ -421,6 +421,9 @@ func resolveWorkload(o owner, s *blisv1alpha1.WorkloadSpecSpec, cms map[string]m
 func resolveWorkloadContent(o *owner, s *blisv1alpha1.WorkloadSpecSpec, cms map[string]map[string]string, files map[string][]byte) (WorkloadDoc, limits, error) {
 	var d WorkloadDoc
 	var lim limits
+	if err := checkWorkloadSources(*o, s); err != nil {
+		return d, lim, err
+	}
 	if ref := s.BlisConfigMapRef; ref != nil {
 		data, err := configMapKey(*o, "blisConfigMapRef", ref, cms)
 		if err != nil {
@@ -473,15 +476,6 @@ func resolveWorkloadContent(o *owner, s *blisv1alpha1.WorkloadSpecSpec, cms map[
 		if s.NumRequests != nil {
 			spec.NumRequests = *s.NumRequests
 		}
-		if s.AggregateRate != nil {
-			spec.AggregateRate = *s.AggregateRate
-		}
-		if len(s.GoodputSloTargets) > 0 {
-			spec.GoodputSLOTargets = map[string]workload.SLOTargets{}
-			for k, v := range s.GoodputSloTargets {
-				spec.GoodputSLOTargets[k] = workload.SLOTargets{TTFT: v.TTFT, ITL: v.ITL, E2E: v.E2E}
-			}
-		}
 		out, err := yaml.Marshal(spec)
 		if err != nil {
 			return d, lim, o.err(ReasonInvalidSpec, "scenario", err)
@@ -499,6 +493,31 @@ func resolveWorkloadContent(o *owner, s *blisv1alpha1.WorkloadSpecSpec, cms map[
 	}
 	d.Spec = string(out)
 	return d, lim, nil
+}
+
+// checkWorkloadSources applies the WorkloadSpec's one-source rules (the API server checks them
+// too; the CLI reads manifests without it): exactly one of the generated-workload fields, a
+// scenario, a trace and blisConfigMapRef; nothing else with blisConfigMapRef; only seed,
+// horizon and numRequests with a scenario.
+func checkWorkloadSources(o owner, s *blisv1alpha1.WorkloadSpecSpec) error {
+	n := 0
+	for _, set := range []bool{s.BlisConfigMapRef != nil, s.Trace != nil, s.Scenario != "",
+		len(s.Clients) > 0 || len(s.Cohorts) > 0 || s.InferencePerf != nil || s.ServegenData != nil} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return o.err(ReasonInvalidSpec, "", errors.New("give exactly one request source: clients/cohorts/inferencePerf/servegenData, scenario, trace, or blisConfigMapRef"))
+	}
+	shared := s.Version != "" || s.Category != "" || s.AggregateRate != nil || len(s.GoodputSloTargets) > 0
+	if s.BlisConfigMapRef != nil && (shared || s.Seed != nil || s.NumRequests != nil || s.Horizon != nil) {
+		return o.err(ReasonInvalidSpec, "blisConfigMapRef", errors.New("blisConfigMapRef replaces the whole spec; no other field may be set with it"))
+	}
+	if s.Scenario != "" && shared {
+		return o.err(ReasonInvalidSpec, "scenario", errors.New("a scenario defines the workload; only seed, horizon and numRequests may override it"))
+	}
+	return nil
 }
 
 // rejectDistributionFiles refuses empirical distributions read from files: the file would live

@@ -111,6 +111,19 @@ func TestResolveErrorsNameObjectAndField(t *testing.T) {
 		}, ReasonInvalidSpec, KindEvaluation, "cache-aware-chat", "spec.objectives[0].direction", "minimize or maximize"},
 		{"bad fitness weight", func(in *Inputs) { in.Spec.FitnessWeights = map[string]float64{"p99_tft": 1} },
 			ReasonInvalidSpec, KindEvaluation, "cache-aware-chat", "spec.fitnessWeights", "valid keys"},
+		{"two workload sources", func(in *Inputs) { w := in.Workload.DeepCopy(); w.Spec.Scenario = "bursty-traffic"; in.Workload = w },
+			ReasonInvalidSpec, KindWorkloadSpec, "chat-and-batch", "spec", "exactly one request source"},
+		{"empirical file", func(in *Inputs) {
+			w := in.Workload.DeepCopy()
+			w.Spec.Clients[1].OutputDistribution = &blisv1alpha1.Distribution{Type: "empirical", File: "lengths.csv"}
+			in.Workload = w
+		}, ReasonUnsupported, KindWorkloadSpec, "chat-and-batch", "spec.clients[1].outputDistribution.file", "self-contained"},
+		{"hardware override", func(in *Inputs) {
+			c := in.Cluster.DeepCopy()
+			bw := 4.0
+			c.Spec.Hardware = &blisv1alpha1.HardwareSpec{BwPeakTBs: &bw}
+			in.Cluster = c
+		}, ReasonUnsupported, KindSimulatedCluster, "llama8b-h100", "spec.hardware", "not simulated"},
 		{"duplicate seed", func(in *Inputs) { in.Spec.Seeds = []int64{1, 1} },
 			ReasonInvalidSpec, KindEvaluation, "cache-aware-chat", "spec.seeds[1]", "given twice"},
 	}
