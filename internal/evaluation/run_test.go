@@ -138,6 +138,12 @@ func TestStatusFitnessAndBounds(t *testing.T) {
 	if st.FitnessScore == nil || math.Abs(*st.FitnessScore-score) > 1e-5 {
 		t.Errorf("fitnessScore = %v, want %v", st.FitnessScore, score)
 	}
+	// Counts are exact, not rounded to significant digits.
+	for i, d := range metricDefs {
+		if d.name == "totalInputTokens" && float64(m.TotalInputTokens) != res.Seeds[0].values[i] {
+			t.Errorf("totalInputTokens %d, engine count %v", m.TotalInputTokens, res.Seeds[0].values[i])
+		}
+	}
 	// Every float passed through RoundMetric.
 	if m.TtftP99Ms != blisv1alpha1.RoundMetric(m.TtftP99Ms) || *st.FitnessScore != blisv1alpha1.RoundMetric(*st.FitnessScore) {
 		t.Errorf("status numbers are not rounded")

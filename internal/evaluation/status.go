@@ -83,7 +83,8 @@ func metricValue(ref metricRef, values []float64, has []bool, classes []classRow
 // ApplyTo writes the result into status: inputHash, engineVersion, metrics (the mean over
 // seeds), replicates (with two or more seeds), fitness and fitnessScore. It is the one place
 // that builds these fields, so `blis evaluate` and the operator write identical numbers; every
-// float goes through RoundMetric. Other fields (conditions, phase, times, attempts, anomalies,
+// floating-point field goes through RoundMetric (counts are exact integers, means over seeds
+// rounded to the nearest integer). Other fields (conditions, phase, times, attempts, anomalies,
 // trace summary, Pareto rank) are left as they are.
 func (r *Result) ApplyTo(status *blisv1alpha1.EvaluationStatus) {
 	status.InputHash = r.Hash
@@ -93,7 +94,7 @@ func (r *Result) ApplyTo(status *blisv1alpha1.EvaluationStatus) {
 	m := &blisv1alpha1.EvaluationMetrics{}
 	for i, d := range metricDefs {
 		if a.has[i] {
-			d.set(m, blisv1alpha1.RoundMetric(a.values[i]))
+			d.set(m, statusNumber(a.values[i], d.integer))
 		}
 	}
 	for _, c := range a.classes {
@@ -103,7 +104,7 @@ func (r *Result) ApplyTo(status *blisv1alpha1.EvaluationStatus) {
 		cm := blisv1alpha1.ClassMetrics{Name: c.name}
 		for i, d := range classDefs {
 			if c.has[i] {
-				d.set(&cm, blisv1alpha1.RoundMetric(c.values[i]))
+				d.set(&cm, statusNumber(c.values[i], d.integer))
 			}
 		}
 		m.PerClass = append(m.PerClass, cm)
@@ -127,6 +128,15 @@ func (r *Result) ApplyTo(status *blisv1alpha1.EvaluationStatus) {
 		s := blisv1alpha1.RoundMetric(f.score)
 		status.FitnessScore = &s
 	}
+}
+
+// statusNumber prepares a value for status: counts are kept exact (their setters round a mean
+// over seeds to the nearest integer), other numbers go through RoundMetric.
+func statusNumber(v float64, integer bool) float64 {
+	if integer {
+		return v
+	}
+	return blisv1alpha1.RoundMetric(v)
 }
 
 // Status returns the status of a successful evaluation as `blis evaluate` prints it: phase
