@@ -110,6 +110,24 @@ func RunEnvelope(ctx context.Context, input []byte, opts Options) (*EngineResult
 	return &EngineResult{InputHash: hash, EngineVersion: version, Status: &st}, nil
 }
 
+// ApplyTo copies a successful engine result into status: the fields Result.ApplyTo wrote in
+// the engine (inputHash, engineVersion, metrics, replicates, fitness, fitnessScore), so that a
+// Job's result and an in-process run give the same status. It returns false, leaving status
+// alone, for a failed result.
+func (r *EngineResult) ApplyTo(status *blisv1alpha1.EvaluationStatus) bool {
+	if r.Status == nil {
+		return false
+	}
+	s := r.Status
+	status.InputHash = s.InputHash
+	status.EngineVersion = s.EngineVersion
+	status.Metrics = s.Metrics
+	status.Replicates = s.Replicates
+	status.Fitness = s.Fitness
+	status.FitnessScore = s.FitnessScore
+	return true
+}
+
 // ParseEngineResult decodes the file `blis engine` wrote.
 func ParseEngineResult(data []byte) (*EngineResult, error) {
 	var r EngineResult

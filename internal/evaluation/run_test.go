@@ -187,6 +187,21 @@ func TestEngineEnvelopeReproducesRun(t *testing.T) {
 		t.Errorf("engine status differs:\n%s\n%s", got, exp)
 	}
 
+	// Copying the engine's result into a status gives what ApplyTo gives in process.
+	var viaJob, inProcess blisv1alpha1.EvaluationStatus
+	js, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := ParseEngineResult(js)
+	if err != nil || !parsed.ApplyTo(&viaJob) {
+		t.Fatalf("engine result: %v", err)
+	}
+	res.ApplyTo(&inProcess)
+	if !reflect.DeepEqual(viaJob, inProcess) {
+		t.Errorf("status from the engine result differs from the in-process status")
+	}
+
 	// A changed document fails the hash check.
 	tampered := strings.Replace(string(env), `"replicas":4`, `"replicas":5`, 1)
 	if tampered == string(env) {
