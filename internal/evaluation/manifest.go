@@ -106,9 +106,31 @@ func (m *Manifests) addDocument(file string, doc []byte) error {
 		if err := yaml.UnmarshalStrict(doc, &o); err != nil {
 			return err
 		}
+		if err := defaultObjectiveWeights(doc, &o); err != nil {
+			return err
+		}
 		m.Evaluations = append(m.Evaluations, o)
 	default:
 		return fmt.Errorf("kind %s of %s is not read by blis evaluate", tm.Kind, group)
+	}
+	return nil
+}
+
+// defaultObjectiveWeights gives objectives without a weight the weight 1, as the API server's
+// defaulting does (an explicit 0 stays 0).
+func defaultObjectiveWeights(doc []byte, ev *blisv1alpha1.Evaluation) error {
+	var raw struct {
+		Spec struct {
+			Objectives []map[string]any `json:"objectives"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(doc, &raw); err != nil {
+		return err
+	}
+	for i, o := range raw.Spec.Objectives {
+		if _, ok := o["weight"]; !ok && i < len(ev.Spec.Objectives) {
+			ev.Spec.Objectives[i].Weight = 1
+		}
 	}
 	return nil
 }

@@ -211,6 +211,9 @@ func Resolve(in Inputs) (*Resolved, error) {
 		}
 		doc.Objectives = append(doc.Objectives, fitness.Objective{Name: o.Name, Direction: d, Weight: o.Weight})
 	}
+	if len(doc.Objectives) > 0 && fitness.WeightedMean(doc.Objectives, ones(len(doc.Objectives))) == 0 {
+		return nil, ev.err(ReasonInvalidSpec, "objectives", errors.New("at least one objective needs a positive weight"))
+	}
 	if len(in.Spec.FitnessWeights) > 0 {
 		if err := fitness.CheckWeights(in.Spec.FitnessWeights); err != nil {
 			return nil, ev.err(ReasonInvalidSpec, "fitnessWeights", err)
@@ -236,6 +239,14 @@ func Resolve(in Inputs) (*Resolved, error) {
 	}
 	r.Notes = append(notes, r.Notes...)
 	return r, nil
+}
+
+func ones(n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = 1
+	}
+	return out
 }
 
 // maxSeeds bounds the replicates of one evaluation (as the CRD does).
@@ -325,19 +336,29 @@ func resolveCluster(o owner, s *blisv1alpha1.SimulatedClusterSpec) (ClusterDoc, 
 	d.AdmissionLatencyUs = s.ControlPlane.AdmissionLatencyUs
 	d.RoutingLatencyUs = s.ControlPlane.RoutingLatencyUs
 
+	// The API server's defaults, applied here too so that manifests read without one (blis
+	// evaluate) give the same document.
+	backend := s.LatencyModel.Backend
+	if backend == "" {
+		backend = blisv1alpha1.LatencyTrainedPhysics
+	}
+	pp, dp, bs := max(e.PipelineParallelSize, 1), max(e.DataParallelSize, 1), e.BlockSize
+	if bs == 0 {
+		bs = 16
+	}
 	is := model.InstanceSpec{
 		Model:        s.Model.Name,
 		GPU:          s.GPU,
-		LatencyModel: string(s.LatencyModel.Backend),
+		LatencyModel: string(backend),
 		AlphaCoeffs:  append([]float64(nil), s.LatencyModel.AlphaCoeffs...),
 		BetaCoeffs:   append([]float64(nil), s.LatencyModel.BetaCoeffs...),
 		Engine: model.EngineSettings{
 			TensorParallelSize:   int(e.TensorParallelSize),
-			PipelineParallelSize: int(e.PipelineParallelSize),
-			DataParallelSize:     int(e.DataParallelSize),
+			PipelineParallelSize: int(pp),
+			DataParallelSize:     int(dp),
 			MaxNumSeqs:           int64(e.MaxNumSeqs),
 			MaxNumBatchedTokens:  int64(e.MaxNumBatchedTokens),
-			BlockSize:            int64(e.BlockSize),
+			BlockSize:            int64(bs),
 			MaxModelLen:          int64(e.MaxModelLen),
 			EnableChunkedPrefill: e.EnableChunkedPrefill,
 			EnablePrefixCaching:  e.EnablePrefixCaching,

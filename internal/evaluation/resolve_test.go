@@ -282,3 +282,48 @@ func TestEmbeddedDefaultMatchesSample(t *testing.T) {
 		t.Errorf("internal/evaluation/embedded/%s differs from config/samples/%s; copy the sample again", DefaultManifestName, DefaultManifestName)
 	}
 }
+
+// TestAPIServerDefaultsDoNotChangeHash checks that manifests read without an API server (the
+// CLI) and the same objects after the CRD defaults were applied (the operator) resolve to the
+// same document.
+func TestAPIServerDefaultsDoNotChangeHash(t *testing.T) {
+	in := baseInputs(t)
+	c := in.Cluster.DeepCopy()
+	c.Spec.Engine.PipelineParallelSize, c.Spec.Engine.DataParallelSize, c.Spec.Engine.BlockSize = 0, 0, 0
+	c.Spec.LatencyModel.Backend = ""
+	c.Spec.Pools[0].Role = ""
+	in.Cluster = c
+	bare := mustResolve(t, in)
+
+	d := c.DeepCopy()
+	d.Spec.Engine.PipelineParallelSize, d.Spec.Engine.DataParallelSize, d.Spec.Engine.BlockSize = 1, 1, 16
+	d.Spec.LatencyModel.Backend = blisv1alpha1.LatencyTrainedPhysics
+	d.Spec.Pools[0].Role = blisv1alpha1.PoolMonolithic
+	in.Cluster = d
+	if defaulted := mustResolve(t, in); defaulted.Hash != bare.Hash {
+		t.Errorf("defaulted objects hash differently:\n%s\n%s", bare.Canonical, defaulted.Canonical)
+	}
+
+	// An objective without a weight gets the CRD default 1; an explicit 0 stays 0.
+	m := loadSamples(t)
+	ev, err := m.Select("inline-candidate-0001", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Spec.Objectives[0].Weight != 1 {
+		t.Errorf("objective weight %v, want the default 1", ev.Spec.Objectives[0].Weight)
+	}
+	var z Manifests
+	if err := z.Add("z.yaml", []byte("apiVersion: blis.inference-sim.io/v1alpha1\nkind: Evaluation\nmetadata: {name: z}\nspec:\n  objectives:\n  - {name: ttftP99Ms, direction: minimize, weight: 0}\n")); err != nil {
+		t.Fatal(err)
+	}
+	if z.Evaluations[0].Spec.Objectives[0].Weight != 0 {
+		t.Errorf("an explicit weight 0 was replaced")
+	}
+	in = baseInputs(t)
+	in.Spec.Objectives = []blisv1alpha1.Objective{{Name: "ttftP99Ms", Direction: "minimize"}}
+	var re *Error
+	if _, err := Resolve(in); !errors.As(err, &re) || re.Field != "spec.objectives" {
+		t.Errorf("objectives without a positive weight: %v", err)
+	}
+}
