@@ -24,6 +24,7 @@ import (
 	"runtime/debug"
 
 	"github.com/inference-sim/blis-operator/internal/engine/model"
+	"github.com/inference-sim/blis-operator/internal/engine/policy"
 	"github.com/inference-sim/blis-operator/internal/engine/workload"
 	"github.com/inference-sim/blis-operator/internal/evaluation/fitness"
 )
@@ -67,6 +68,9 @@ type ClusterDoc struct {
 	// AdmissionLatencyUs and RoutingLatencyUs are the control-plane decision latencies.
 	AdmissionLatencyUs int64 `json:"admissionLatencyUs,omitempty"`
 	RoutingLatencyUs   int64 `json:"routingLatencyUs,omitempty"`
+	// Observability is the staleness of the instance signals the router reads (nil: the
+	// engine's defaults); it becomes the policy bundle's observability.
+	Observability *policy.ObservabilityConfig `json:"observability,omitempty"`
 }
 
 // WorkloadDoc is the resolved workload: a generated workload spec or a trace to replay.

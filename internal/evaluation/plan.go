@@ -73,6 +73,13 @@ func load(doc *Document, wrap func(part string, err error) error) (*Resolved, er
 	if err != nil {
 		return nil, wrap(partPolicy, err)
 	}
+	if doc.Cluster.Observability != nil {
+		if b.Observability != nil {
+			return nil, wrap(partPolicy, errors.New("observability: the cluster sets the signal staleness; the bundle must not"))
+		}
+		obs := *doc.Cluster.Observability
+		b.Observability = &obs
+	}
 	if err := b.Validate(); err != nil {
 		return nil, wrap(partPolicy, err)
 	}

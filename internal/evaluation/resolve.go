@@ -15,6 +15,7 @@ import (
 	blisv1alpha1 "github.com/inference-sim/blis-operator/api/v1alpha1"
 	"github.com/inference-sim/blis-operator/internal/blisfile"
 	"github.com/inference-sim/blis-operator/internal/engine/model"
+	"github.com/inference-sim/blis-operator/internal/engine/policy"
 	"github.com/inference-sim/blis-operator/internal/engine/workload"
 	"github.com/inference-sim/blis-operator/internal/evaluation/fitness"
 )
@@ -317,8 +318,14 @@ func resolveCluster(o owner, s *blisv1alpha1.SimulatedClusterSpec) (ClusterDoc, 
 	if s.Autoscaling != nil {
 		notes = append(notes, "autoscaling: replicas are not autoscaled; the pools keep their initial replicas")
 	}
-	if s.Observability != nil {
-		notes = append(notes, "observability: signal refresh settings are not simulated; the router reads fresh signals")
+	if obs := s.Observability; obs != nil {
+		d.Observability = &policy.ObservabilityConfig{
+			QueueDepth: refresh(obs.QueueDepth), BatchSize: refresh(obs.BatchSize), KVUtilization: refresh(obs.KVUtilization),
+			CacheHitRate: refresh(obs.CacheHitRate), RecentTTFT: refresh(obs.RecentTTFT), RecentTPOT: refresh(obs.RecentTPOT),
+		}
+		if err := d.Observability.Validate(); err != nil {
+			return d, nil, o.err(ReasonInvalidSpec, "observability", err)
+		}
 	}
 	if s.ControlPlane.SnapshotRefreshIntervalUs != nil || s.ControlPlane.CacheSignalDelayUs != nil {
 		notes = append(notes, "controlPlane: snapshotRefreshIntervalUs and cacheSignalDelayUs are not simulated")
@@ -389,6 +396,18 @@ func resolveCluster(o owner, s *blisv1alpha1.SimulatedClusterSpec) (ClusterDoc, 
 	}
 	d.Instance = is
 	return d, notes, nil
+}
+
+// refresh converts a signal's refresh rule (nil: the engine's default for the signal).
+func refresh(r *blisv1alpha1.SignalRefresh) policy.FieldConfig {
+	if r == nil {
+		return policy.FieldConfig{}
+	}
+	f := policy.FieldConfig{Mode: policy.UpdateMode(r.Mode)}
+	if r.IntervalUs != nil {
+		f.IntervalUs = *r.IntervalUs
+	}
+	return f
 }
 
 // maxReplicas bounds the replicas of a simulated cluster: each owns a KV cache.

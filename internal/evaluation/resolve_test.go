@@ -124,6 +124,11 @@ func TestResolveErrorsNameObjectAndField(t *testing.T) {
 			c.Spec.Hardware = &blisv1alpha1.HardwareSpec{BwPeakTBs: &bw}
 			in.Cluster = c
 		}, ReasonUnsupported, KindSimulatedCluster, "llama8b-h100", "spec.hardware", "not simulated"},
+		{"periodic signal without interval", func(in *Inputs) {
+			c := in.Cluster.DeepCopy()
+			c.Spec.Observability.KVUtilization.IntervalUs = nil
+			in.Cluster = c
+		}, ReasonInvalidSpec, KindSimulatedCluster, "llama8b-h100", "spec.observability", "interval_us > 0"},
 		{"duplicate seed", func(in *Inputs) { in.Spec.Seeds = []int64{1, 1} },
 			ReasonInvalidSpec, KindEvaluation, "cache-aware-chat", "spec.seeds[1]", "given twice"},
 	}
@@ -226,9 +231,15 @@ func TestHashStableAndSensitive(t *testing.T) {
 			in.Cluster = c
 		},
 		"routing latency": func(in *Inputs) { c := in.Cluster.DeepCopy(); c.Spec.ControlPlane.RoutingLatencyUs++; in.Cluster = c },
-		"scorer weight":   func(in *Inputs) { p := in.Policy.DeepCopy(); p.Spec.Routing.Scorers[0].Weight = 2.5; in.Policy = p },
-		"scheduler":       func(in *Inputs) { p := in.Policy.DeepCopy(); p.Spec.Scheduler = "sjf"; in.Policy = p },
-		"rate":            func(in *Inputs) { w := in.Workload.DeepCopy(); r := 41.0; w.Spec.AggregateRate = &r; in.Workload = w },
+		"staleness": func(in *Inputs) {
+			c := in.Cluster.DeepCopy()
+			iv := int64(20000)
+			c.Spec.Observability.KVUtilization.IntervalUs = &iv
+			in.Cluster = c
+		},
+		"scorer weight": func(in *Inputs) { p := in.Policy.DeepCopy(); p.Spec.Routing.Scorers[0].Weight = 2.5; in.Policy = p },
+		"scheduler":     func(in *Inputs) { p := in.Policy.DeepCopy(); p.Spec.Scheduler = "sjf"; in.Policy = p },
+		"rate":          func(in *Inputs) { w := in.Workload.DeepCopy(); r := 41.0; w.Spec.AggregateRate = &r; in.Workload = w },
 		"slo target": func(in *Inputs) {
 			w := in.Workload.DeepCopy()
 			w.Spec.GoodputSloTargets["critical"] = blisv1alpha1.SLODimTargets{TTFT: 201, E2E: 5000}
