@@ -97,11 +97,15 @@ func load(doc *Document, wrap func(part string, err error) error) (*Resolved, er
 		}
 		p.targets = spec.GoodputSLOTargets
 	case w.Trace != nil:
-		src, err := openTrace(w.Trace, 1)
-		if err != nil {
-			return nil, wrap(partWorkload, err)
+		// A trace on a volume is read where the volume is mounted (the engine's pod), so only
+		// inline traces are checked here; a bad mounted file fails the run.
+		if w.Trace.Path == "" && w.Trace.HeaderPath == "" {
+			src, err := openTrace(w.Trace, 1)
+			if err != nil {
+				return nil, wrap(partWorkload, err)
+			}
+			closeSource(src)
 		}
-		closeSource(src)
 		for k := range w.SLOTargets {
 			if !contains(workload.SLOClasses, k) {
 				return nil, wrap(partWorkload, fmt.Errorf("sloTargets.%s: unknown SLO class; valid: %s", k, strings.Join(workload.SLOClasses, ", ")))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -257,5 +258,50 @@ func TestRunHonoursCancellationAndOrder(t *testing.T) {
 	a, b := res.Status(), seq.Status()
 	if !reflect.DeepEqual(a, b) {
 		t.Errorf("parallel and sequential runs differ")
+	}
+}
+
+// TestTraceOnVolumeAndInline replays the same trace file from a path (read by the engine) and
+// inline (read at resolve time): the results are the same, the hashes differ.
+func TestTraceOnVolumeAndInline(t *testing.T) {
+	const path = "../engine/workload/testdata/traces/azure_conv_head300.csv"
+	in := baseInputs(t)
+	in.Spec.Seeds = []int64{1}
+	w := in.Workload.DeepCopy()
+	speed := 4.0
+	w.Spec = blisv1alpha1.WorkloadSpecSpec{Trace: &blisv1alpha1.TraceSource{Path: path, Speedup: &speed}}
+	in.Workload = w
+	in.Spec.Objectives = []blisv1alpha1.Objective{{Name: "ttftP99Ms", Direction: "minimize", Weight: 1}}
+	onVolume := mustResolve(t, in)
+	if tr := onVolume.Document.Workload.Trace; tr.Path != path || tr.Data != "" || tr.Format != "azure" {
+		t.Fatalf("trace on a volume: %+v", tr)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Files = map[string][]byte{path: data}
+	inline := mustResolve(t, in)
+	if inline.Document.Workload.Trace.Data != string(data) || inline.Hash == onVolume.Hash {
+		t.Fatalf("inline trace: data %d bytes, hashes %s %s", len(inline.Document.Workload.Trace.Data), inline.Hash, onVolume.Hash)
+	}
+	a, err := Run(context.Background(), onVolume)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Run(context.Background(), inline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, sb := a.Status(), b.Status()
+	if !reflect.DeepEqual(sa.Metrics, sb.Metrics) || sa.Metrics.InjectedRequests != 100 {
+		t.Errorf("the two replays differ or are empty: %+v", sa.Metrics)
+	}
+	// A missing file on the volume fails the run, not the resolution.
+	w.Spec.Trace.Path = "/nonexistent/trace.csv"
+	in.Files = nil
+	missing := mustResolve(t, in)
+	if _, err := Run(context.Background(), missing); err == nil || !strings.Contains(err.Error(), "nonexistent") {
+		t.Errorf("missing trace file: %v", err)
 	}
 }
