@@ -31,9 +31,9 @@ func ewma(avg, x float64, first bool) float64 {
 	return avg + float64((x-avg)*ewmaWeight)
 }
 
-// signals are an instance's rolling routing signals: recent TTFT, TPOT and prefix-cache hit rate
-// as exponentially weighted averages over requests, the recent step time, and the prompt
-// tokens waiting in its queue (for the estimated wait).
+// signals are an instance's rolling routing signals: recent TTFT and TPOT (over completed
+// requests) and prefix-cache hit rate (over admissions) as exponentially weighted averages, the
+// recent step time, and the prompt tokens waiting in its queue (for the estimated wait).
 type signals struct {
 	ttft, tpot, hit, step    float64
 	hasTTFT, hasTPOT, hasHit bool
@@ -46,6 +46,17 @@ func (g *signals) admitted(input, cached int32) {
 	g.queuedTokens -= int64(input)
 	g.hit = ewma(g.hit, float64(cached)/float64(input), !g.hasHit)
 	g.hasHit = true
+}
+
+// completed folds a completed request's TTFT and mean inter-token gap into the rolling
+// averages (sampled at completion, so the step loop stays free of this bookkeeping).
+func (g *signals) completed(ttft, itlSum int64, itlCount int32) {
+	g.ttft = ewma(g.ttft, float64(ttft), !g.hasTTFT)
+	g.hasTTFT = true
+	if itlCount > 0 {
+		g.tpot = ewma(g.tpot, float64(itlSum)/float64(itlCount), !g.hasTPOT)
+		g.hasTPOT = true
+	}
 }
 
 // ctlState is the control-plane state of one request slot.
@@ -81,6 +92,9 @@ type control struct {
 	admitSnaps, prioSnaps, routeSnaps bool
 	// none stands for the snapshots of stages that do not read them.
 	none []policy.InstanceSnapshot
+	// streaming is set once a streaming request arrived (its prompt tokens are released from
+	// the router's books at its first output token).
+	streaming bool
 	// tick is the grid (µs) of the exact periodic snapshot refreshes, 0 = none.
 	tick int64
 	obs  decisionObserver
@@ -252,14 +266,18 @@ func (c *control) victimIndex(in *instance) int {
 	return best
 }
 
-// firstToken updates the rolling TTFT and releases a streaming request's prompt tokens from
-// the router's books.
-func (s *simulation) firstToken(in *instance, slot int32, r *reqState) {
-	g := &in.sig
-	g.ttft = ewma(g.ttft, float64(r.ttft), !g.hasTTFT)
-	g.hasTTFT = true
-	if st := &s.ctl.st[slot]; st.view.Streaming {
-		s.ctl.p.FirstToken(&st.ticket)
+// firstTokens releases, from the router's books, the prompt tokens of the streaming requests of
+// in whose first output token the step ending at done produced (llm-d's in-flight load
+// producer). Requests that also completed in that step were released in full already. The
+// step loop itself stays free of this bookkeeping, which runs only once a streaming request
+// was seen.
+func (c *control) firstTokens(in *instance, done int64) {
+	for i := range in.running {
+		slot := in.running[i].slot
+		r := &c.slab.reqs[slot]
+		if st := &c.st[slot]; r.ttftSet && r.firstTokenAt == done && st.view.Streaming {
+			c.p.FirstToken(&st.ticket)
+		}
 	}
 }
 
@@ -277,6 +295,7 @@ func (s *simulation) ctlArrival(slot int32) {
 		TenantName: nameAt(c.tenants, r.tenant), ClassName: nameAt(c.classes, r.class),
 	}
 	st.ticket = policy.Ticket{Instance: -1}
+	c.streaming = c.streaming || st.view.Streaming
 	if c.blockSize > 0 {
 		n := r.input
 		if c.maxBlocks >= 0 && int64(c.maxBlocks)*int64(c.blockSize) < int64(n) {

@@ -389,6 +389,9 @@ func (s *simulation) step(in *instance, now int64) {
 	if s.execute(in, done) {
 		in.lastEvent(done)
 	}
+	if in.track && s.ctl.streaming {
+		s.ctl.firstTokens(in, done)
+	}
 	if len(in.running) > 0 || in.waitQ.live > 0 {
 		s.heap.push(done, evStep, in.idx, -1)
 	} else {
@@ -533,9 +536,6 @@ func (s *simulation) execute(in *instance, done int64) (completed bool) {
 						r.ttftSet = true
 						r.ttft = done + in.alphaOut - r.arrival
 						r.firstTokenAt = done
-						if in.track {
-							s.firstToken(in, e.slot, r)
-						}
 					}
 				}
 			} else {
@@ -570,10 +570,6 @@ func (s *simulation) execute(in *instance, done int64) (completed bool) {
 		in.releaseTable(&c.kv)
 		if r.itlCount > 0 {
 			in.countITL(c.decodeFrom, step, r.skipped)
-			if in.track {
-				in.sig.tpot = ewma(in.sig.tpot, float64(r.itlSum)/float64(r.itlCount), !in.sig.hasTPOT)
-				in.sig.hasTPOT = true
-			}
 		}
 		completed = true
 		s.finishRequest(in, slot, OutcomeCompleted, done, "")

@@ -610,3 +610,40 @@ func TestPolicyConcurrentRunsAreIndependent(t *testing.T) {
 		}
 	}
 }
+
+// The router's in-flight token load of a streaming request is released at its first output
+// token, of any other request when it finishes (llm-d's in-flight load producer).
+func TestPolicyStreamingReleasesTokensAtFirstToken(t *testing.T) {
+	for _, streaming := range []bool{false, true} {
+		reqs := []workload.Request{{ID: 1, Arrival: 0, InputLen: 300, OutputLen: 50}}
+		s := mustSim(t, withPolicy(contendedCluster(), &policy.Bundle{}), &sliceSource{reqs: reqs})
+		var sawFirst, sawRunning bool
+		s.observe = func(ev event) {
+			load := s.ctl.p.State().Loads[0].InFlightTokens
+			switch {
+			case ev.kind() == evClusterArrival:
+				// The workload does not mark requests as streaming yet: set it as a source would.
+				s.ctl.st[ev.req].view.Streaming = streaming
+				s.ctl.streaming = streaming
+			case ev.kind() == evStep && len(s.insts[0].running) == 1:
+				r := &s.slab.reqs[s.insts[0].running[0].slot]
+				sawRunning = true
+				if want := int64(300); r.ttftSet && streaming {
+					sawFirst = true
+					want = 0
+					if load != want {
+						t.Errorf("streaming: %d tokens charged after the first token", load)
+					}
+				} else if load != want {
+					t.Errorf("streaming %v: %d tokens charged before the end, want %d", streaming, load, want)
+				}
+			}
+		}
+		if err := s.run(); err != nil {
+			t.Fatal(err)
+		}
+		if !sawRunning || sawFirst != streaming || s.ctl.p.State().Loads[0].InFlightTokens != 0 || s.ctl.p.State().Loads[0].ActiveRequests != 0 {
+			t.Errorf("streaming %v: running %v first %v, load at the end %+v", streaming, sawRunning, sawFirst, s.ctl.p.State().Loads[0])
+		}
+	}
+}

@@ -469,6 +469,9 @@ func (s *simulation) finishRequest(in *instance, slot int32, out Outcome, done i
 	}
 	id, outTokens := r.id, rec.OutputTokens
 	if s.ctl != nil {
+		if out == OutcomeCompleted {
+			in.sig.completed(r.ttft, r.itlSum, r.itlCount)
+		}
 		s.ctl.p.Finished(&s.ctl.st[slot].ticket, s.now)
 	}
 	s.dead.cancel(slot)
