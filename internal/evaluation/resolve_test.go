@@ -338,3 +338,27 @@ func TestAPIServerDefaultsDoNotChangeHash(t *testing.T) {
 		t.Errorf("objectives without a positive weight: %v", err)
 	}
 }
+
+func TestResolveBLISWorkloadFromConfigMap(t *testing.T) {
+	data, err := os.ReadFile("../blisfile/testdata/examples/multiturn-chat-demo.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := baseInputs(t)
+	w := in.Workload.DeepCopy()
+	w.Spec = blisv1alpha1.WorkloadSpecSpec{BlisConfigMapRef: &blisv1alpha1.ConfigMapKeyReference{Name: "chat-file", Key: "workload.yaml"}}
+	in.Workload = w
+	in.Spec.Objectives = []blisv1alpha1.Objective{{Name: "e2eP99Ms", Direction: "minimize", Weight: 1}}
+	in.ConfigMaps["chat-file"] = map[string]string{"workload.yaml": string(data)}
+	r := mustResolve(t, in)
+	if !strings.Contains(r.Document.Workload.Spec, "multi_turn") {
+		t.Errorf("the BLIS file is not in the document:\n%s", r.Document.Workload.Spec)
+	}
+	// A broken file is reported against the ConfigMap key.
+	in.ConfigMaps["chat-file"] = map[string]string{"workload.yaml": "version: \"2\"\nclients:\n- id: a\n  rate_fraction: 1\n  arrival: {process: zigzag}\n  input_distribution: {type: constant, params: {value: 10}}\n  output_distribution: {type: constant, params: {value: 10}}\naggregate_rate: 1\n"}
+	_, err = Resolve(in)
+	var re *Error
+	if !errors.As(err, &re) || re.Kind != KindConfigMap || re.Name != "chat-file" || re.Field != "data.workload.yaml" || !strings.Contains(err.Error(), "zigzag") {
+		t.Errorf("broken BLIS workload: %v", err)
+	}
+}
