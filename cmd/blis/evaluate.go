@@ -49,7 +49,7 @@ default policies when there is none). --model (with --hardware, --tp, --num-inst
 cluster instead of a SimulatedCluster; with an Evaluation it replaces the Evaluation's cluster.
 --seeds, --num-requests and --horizon override the Evaluation's (and so change the input hash).
 
-Without -f it evaluates the embedded capacity-planning example (config/samples).
+Without -f it evaluates the embedded quick-start example (config/samples/quickstart.yaml).
 
 --format gepa prints {"score", "reflection"}; --format openevolve a flat metrics dict.`,
 		Args: cobra.NoArgs,
