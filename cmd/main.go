@@ -29,14 +29,17 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
+	corev1 "k8s.io/api/core/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -45,6 +48,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	blisv1alpha1 "github.com/inference-sim/blis-operator/api/v1alpha1"
+	"github.com/inference-sim/blis-operator/internal/controller"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=...".
@@ -72,6 +76,15 @@ type options struct {
 	kubeAPIQPS              float64
 	kubeAPIBurst            int
 	engineImage             string
+	enginePullPolicy        string
+	defaultExecutor         string
+	inProcessOnly           bool
+	maxRunning              int
+	maxRunningPerNamespace  int
+	inProcessWorkers        int
+	maxConcurrentReconciles int
+	jobTTL                  time.Duration
+	defaultTimeout          time.Duration
 	zap                     zap.Options
 }
 
@@ -106,6 +119,24 @@ func parseFlags(args []string, getenv func(string) string, output io.Writer) (*o
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 100, "Burst of queries to the Kubernetes API server.")
 	fs.StringVar(&o.engineImage, "engine-image", getenv("ENGINE_IMAGE"),
 		"Image of the engine Jobs (holding /blis); defaults to $ENGINE_IMAGE, which the deployment sets to the manager's own image.")
+	fs.StringVar(&o.enginePullPolicy, "engine-image-pull-policy", string(corev1.PullIfNotPresent),
+		"Image pull policy of the engine containers: Always, IfNotPresent or Never.")
+	fs.StringVar(&o.defaultExecutor, "default-executor", string(blisv1alpha1.ExecutorJob),
+		"Executor of Evaluations whose spec names none: job or inProcess.")
+	fs.BoolVar(&o.inProcessOnly, "in-process-only", false,
+		"Run every Evaluation in the manager's worker pool, whatever its executor (for API servers without nodes).")
+	fs.IntVar(&o.maxRunning, "max-running-evaluations", 64,
+		"Evaluations running at once in the whole cluster; more wait with condition Queued (0 = no cap).")
+	fs.IntVar(&o.maxRunningPerNamespace, "max-running-evaluations-per-namespace", 32,
+		"Evaluations running at once per namespace (0 = no cap).")
+	fs.IntVar(&o.inProcessWorkers, "in-process-workers", runtime.GOMAXPROCS(0),
+		"Workers of the in-process executor (each runs one evaluation at a time).")
+	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 4,
+		"Evaluations reconciled in parallel.")
+	fs.DurationVar(&o.jobTTL, "job-ttl", time.Hour,
+		"How long finished engine Jobs are kept (ttlSecondsAfterFinished); results live on in status and the result ConfigMap.")
+	fs.DurationVar(&o.defaultTimeout, "default-timeout", 30*time.Minute,
+		"Run time limit of Evaluations without execution.timeout (the engine Job's activeDeadlineSeconds).")
 	// --kubeconfig, read by ctrl.GetConfig (then $KUBECONFIG, in-cluster, ~/.kube/config).
 	config.RegisterFlags(fs)
 	o.zap = zap.Options{}
@@ -140,6 +171,25 @@ func (o *options) validate() error {
 	if o.leaderElect && o.leaderElectionID == "" {
 		errs = append(errs, errors.New("--leader-election-id must not be empty with --leader-elect"))
 	}
+	switch o.defaultExecutor {
+	case string(blisv1alpha1.ExecutorJob), string(blisv1alpha1.ExecutorInProcess):
+	default:
+		errs = append(errs, fmt.Errorf("--default-executor must be job or inProcess, got %q", o.defaultExecutor))
+	}
+	switch corev1.PullPolicy(o.enginePullPolicy) {
+	case corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
+	default:
+		errs = append(errs, fmt.Errorf("--engine-image-pull-policy must be Always, IfNotPresent or Never, got %q", o.enginePullPolicy))
+	}
+	if o.maxRunning < 0 || o.maxRunningPerNamespace < 0 {
+		errs = append(errs, errors.New("--max-running-evaluations and --max-running-evaluations-per-namespace must not be negative"))
+	}
+	if o.inProcessWorkers < 1 || o.maxConcurrentReconciles < 1 {
+		errs = append(errs, errors.New("--in-process-workers and --max-concurrent-reconciles must be at least 1"))
+	}
+	if o.jobTTL < time.Second || o.defaultTimeout < time.Second {
+		errs = append(errs, errors.New("--job-ttl and --default-timeout must be at least 1s"))
+	}
 	if o.metricsCertPath != "" && !o.metricsSecure {
 		errs = append(errs, errors.New("--metrics-cert-path needs --metrics-secure"))
 	}
@@ -148,8 +198,8 @@ func (o *options) validate() error {
 
 // newScheme returns the scheme of every kind the manager reads or writes: the built-in
 // Kubernetes kinds and the blis custom resources.
-func newScheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
+func newScheme() (*kruntime.Scheme, error) {
+	s := kruntime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		return nil, err
 	}
@@ -184,7 +234,7 @@ func (o *options) tlsOptions() []func(*tls.Config) {
 // managerOptions builds the controller-runtime manager options. With secure metrics, callers are
 // authenticated and authorized by the API server (TokenReview and SubjectAccessReview), which is
 // why the manager's role may create both; watcher is set when certificates come from files.
-func (o *options) managerOptions(scheme *runtime.Scheme) (ctrl.Options, *certwatcher.CertWatcher, error) {
+func (o *options) managerOptions(scheme *kruntime.Scheme) (ctrl.Options, *certwatcher.CertWatcher, error) {
 	metrics := metricsserver.Options{
 		BindAddress:   o.metricsAddr,
 		SecureServing: o.metricsSecure,
@@ -216,6 +266,8 @@ func (o *options) managerOptions(scheme *runtime.Scheme) (ctrl.Options, *certwat
 		// safe and lets the next leader start without waiting for the Lease to expire.
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &timeout,
+		// The manager caches only the Jobs and ConfigMaps it creates.
+		Cache: cache.Options{ByObject: controller.CacheOptions()},
 	}, watcher, nil
 }
 
@@ -223,6 +275,27 @@ func (o *options) managerOptions(scheme *runtime.Scheme) (ctrl.Options, *certwat
 type reconcilerConfig struct {
 	// EngineImage is the image engine Jobs run (the image that holds /blis).
 	EngineImage string
+	// Controller is the configuration of the blis reconcilers.
+	Controller controller.Config
+}
+
+// reconcilerConfig returns the reconcilers' configuration from the command line.
+func (o *options) reconcilerConfig() reconcilerConfig {
+	return reconcilerConfig{
+		EngineImage: o.engineImage,
+		Controller: controller.Config{
+			EngineImage:             o.engineImage,
+			EnginePullPolicy:        corev1.PullPolicy(o.enginePullPolicy),
+			DefaultExecutor:         blisv1alpha1.Executor(o.defaultExecutor),
+			InProcessOnly:           o.inProcessOnly,
+			MaxRunning:              o.maxRunning,
+			MaxRunningPerNamespace:  o.maxRunningPerNamespace,
+			InProcessWorkers:        o.inProcessWorkers,
+			MaxConcurrentReconciles: o.maxConcurrentReconciles,
+			JobTTLSeconds:           int32(o.jobTTL / time.Second),
+			DefaultTimeout:          o.defaultTimeout,
+		},
+	}
 }
 
 // setupReconcilers registers the reconcilers of the blis custom resources with mgr. It is the
@@ -237,8 +310,13 @@ func setupReconcilers(mgr ctrl.Manager, cfg reconcilerConfig) error {
 	return nil
 }
 
-// reconcilerSetups lists, in start order, the functions that add one reconciler each.
-var reconcilerSetups []func(ctrl.Manager, reconcilerConfig) error
+// reconcilerSetups lists, in start order, the functions that add reconcilers.
+var reconcilerSetups = []func(ctrl.Manager, reconcilerConfig) error{
+	// SimulatedCluster, PolicyBundle, WorkloadSpec and Evaluation, with the in-process pool.
+	func(mgr ctrl.Manager, cfg reconcilerConfig) error {
+		return controller.SetupWithManager(mgr, cfg.Controller)
+	},
+}
 
 // cacheSyncedCheck is a readiness check that passes once the manager's informer caches have
 // synced, so the manager reports ready only when its reconcilers see the cluster.
@@ -288,7 +366,7 @@ func run(ctx context.Context, o *options, cfg *rest.Config) error {
 			return fmt.Errorf("adding the metrics certificate watcher: %w", err)
 		}
 	}
-	if err := setupReconcilers(mgr, reconcilerConfig{EngineImage: o.engineImage}); err != nil {
+	if err := setupReconcilers(mgr, o.reconcilerConfig()); err != nil {
 		return fmt.Errorf("setting up the reconcilers: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -302,7 +380,9 @@ func run(ctx context.Context, o *options, cfg *rest.Config) error {
 	}
 	log.Info("starting the manager", "version", buildVersion(), "metrics", o.metricsAddr,
 		"metricsSecure", o.metricsSecure, "probes", o.probeAddr, "leaderElection", o.leaderElect,
-		"engineImage", o.engineImage)
+		"engineImage", o.engineImage, "defaultExecutor", o.defaultExecutor, "inProcessOnly", o.inProcessOnly,
+		"maxRunning", o.maxRunning, "maxRunningPerNamespace", o.maxRunningPerNamespace,
+		"inProcessWorkers", o.inProcessWorkers, "maxConcurrentReconciles", o.maxConcurrentReconciles)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)
 	}
