@@ -1,6 +1,7 @@
 package kvcache
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/inference-sim/blis-operator/internal/engine/workload"
@@ -96,5 +97,89 @@ func BenchmarkPromptBlockHashes(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		dst = PromptBlockHashes(dst, segs, 4096, 16, 7)
+	}
+}
+
+// BenchmarkManyCaches emulates the cache traffic of a large cluster simulation, which is bound
+// by memory rather than by instructions: 16 instances of 26,312 blocks (llama-3.1-8b on H100),
+// each running 128 requests with unique 512±256-token prompts and outputs. One op is one decode
+// step of one instance (instances take turns): every running request gains one token, and a
+// finished request releases its blocks and is replaced by a new one that claims, hashes and
+// prefills its prompt. As in the simulator, decode tokens that fit in the last block are only
+// counted, and Grow is called when a new block is needed.
+func BenchmarkManyCaches(b *testing.B) {
+	const (
+		instances, blocks, blockSize = 16, 26312, 16
+		running                      = 128
+	)
+	type req struct {
+		t           Table
+		hashes      []uint64
+		left        int32 // decode tokens still to generate
+		room, lazy  int32 // free token slots in the last block; tokens counted but not grown
+		inputTokens int32
+	}
+	r := rand.New(rand.NewPCG(42, 1))
+	length := func() int32 { return int32(min(max(512+r.NormFloat64()*256, 2), 7000)) }
+	var next uint64
+	admit := func(c *Cache, q *req) {
+		c.Release(&q.t)
+		next++
+		q.inputTokens, q.left, q.lazy = length(), length(), 0
+		q.hashes = PromptBlockHashes(q.hashes, nil, q.inputTokens, blockSize, next<<8|0x5a)
+		c.ClaimPrefix(&q.t, q.hashes, q.inputTokens)
+		if !c.Grow(&q.t, q.inputTokens-q.t.Tokens, q.hashes) {
+			b.Fatal("prefill Grow failed")
+		}
+		q.room = int32(len(q.t.Blocks))*blockSize - q.t.Tokens
+	}
+	caches := make([]*Cache, instances)
+	reqs := make([][]req, instances)
+	for i := range caches {
+		caches[i] = New(blocks, blockSize)
+		reqs[i] = make([]req, running)
+		for j := range reqs[i] {
+			admit(caches[i], &reqs[i][j])
+		}
+	}
+	step := func(i int) {
+		c := caches[i%instances]
+		for j := range reqs[i%instances] {
+			q := &reqs[i%instances][j]
+			switch {
+			case q.left == 0:
+				admit(c, q)
+				continue
+			case q.room > 0:
+				q.room--
+				q.lazy++
+			default:
+				if !c.Grow(&q.t, q.lazy+1, nil) {
+					b.Fatal("decode Grow failed")
+				}
+				q.lazy = 0
+				q.room = int32(len(q.t.Blocks))*blockSize - q.t.Tokens
+			}
+			q.left--
+		}
+	}
+	for i := range 4 * instances * 1024 { // warm up: every block has been used
+		step(i)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		step(i)
+	}
+}
+
+// BenchmarkPromptBlockHashesUnique measures hashing a 512-token prompt with no shared content
+// (32 blocks), the common case of synthetic workloads.
+func BenchmarkPromptBlockHashesUnique(b *testing.B) {
+	dst := make([]uint64, 0, 32)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		dst = PromptBlockHashes(dst, nil, 512, 16, uint64(i)|1<<40)
 	}
 }

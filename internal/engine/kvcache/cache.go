@@ -38,14 +38,17 @@
 //   - each block's metadata (content hash, reference count, free-list position) is one 16-byte
 //     struct in a single array indexed by block id: four blocks to a cache line, none straddling
 //     two, and one line read per block touched;
-//   - the free list is a FIFO ring of block ids rather than a linked list. Allocation reads ids
-//     sequentially from its head, so the blocks it takes are independent loads instead of a
-//     pointer chase, and release appends sequentially at its tail. A free block claimed by a
-//     prefix hit leaves a tombstone at its ring position (which the block records); tombstones
-//     are skipped at the head, and when the ring fills up it is compacted in place, which its
-//     capacity (at least twice TotalBlocks) makes amortized O(1) per operation;
+//   - the free list is a FIFO ring of (block, hash) entries rather than a linked list.
+//     Allocation reads entries sequentially from its head, so the blocks it takes are
+//     independent stores instead of a pointer chase, and the evicted hash comes with the entry;
+//     release appends sequentially at its tail. A free block claimed by a prefix hit leaves a
+//     tombstone at its ring position (which the block records); tombstones are skipped at the
+//     head, and when the ring fills up it is compacted in place, amortized O(1) per claim;
 //   - the content index is an open-addressing table keyed by the block hash itself, 8 bytes a
-//     slot, with room for every block at a load of at most 1/2 (see index.go).
+//     slot, with room for every block at a load of at most 1/2 (see index.go);
+//   - index deletions of evicted content are deferred and done in rounds, and index
+//     insertions and Release work in rounds too, each round first loading all the lines it
+//     needs so that their misses overlap (see batch and settle). No result depends on this.
 //
 // Nothing is allocated after New except the callers' tables growing to their working capacity.
 // The index is only used for lookups and is never iterated, which keeps every result
@@ -149,8 +152,10 @@ func New(totalBlocks, blockSize int32) *Cache {
 		blocks:    make([]block, totalBlocks),
 		index:     newIndex(totalBlocks),
 	}
+	// The ring holds at least twice the blocks (see compact), capped at 2^31 entries so that
+	// positions fit block.pos and ring lengths fit uint32; it always exceeds totalBlocks.
 	size := 2
-	for size < 2*int(totalBlocks) {
+	for size < 2*int(totalBlocks) && size < 1<<31 {
 		size <<= 1
 	}
 	c.ring, c.ringMask = make([]freeEntry, size), uint32(size-1)
@@ -444,9 +449,11 @@ func (c *Cache) settle() {
 }
 
 // compact squeezes the tombstones out of the free ring, keeping the order of the free blocks.
-// Release calls it before appending would overrun the ring; since at most TotalBlocks entries
-// are live and the ring holds at least twice as many, at least TotalBlocks appends separate two
-// compactions.
+// Release calls it, after settle, when appending would overrun the ring. The ring then holds at
+// most TotalBlocks live entries (free blocks and those being released), so it is full of
+// tombstones, each left by a prefix claim of a free block; with a ring of at least twice
+// TotalBlocks, more than TotalBlocks claims separate two compactions, and the O(ring) cost is
+// amortized O(1) per claim.
 func (c *Cache) compact() {
 	ring, mask := c.ring, c.ringMask
 	w := c.head

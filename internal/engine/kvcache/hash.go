@@ -77,6 +77,24 @@ func PromptBlockHashes(dst []uint64, segs []workload.Segment, inputLen, blockSiz
 	var segPos int32 // tokens of segs[si] already consumed
 	var uniquePos int32
 	for b := int32(0); b < nFull; b++ {
+		for si < len(segs) && segs[si].Length-segPos <= 0 {
+			si, segPos = si+1, 0 // exhausted or empty segment
+		}
+		if si == len(segs) {
+			// The rest of the prompt is the unique run: each block is the single run
+			// (unique, uniquePos, blockSize), and the run's key word is the same for all.
+			ku := mix(unique + runSalt)
+			for ; b < nFull; b++ {
+				h = mix(mix(h^ku) ^ (uint64(uint32(uniquePos))<<32 | uint64(uint32(blockSize))))
+				h = mix(h ^ blockSalt)
+				if h == NoHash {
+					h = 1
+				}
+				dst = append(dst, h)
+				uniquePos += blockSize
+			}
+			break
+		}
 		need := blockSize
 		var pk uint64
 		var po, pl int32

@@ -236,3 +236,50 @@ func TestHashesDependOnlyOnTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestUniqueTailMatchesExplicitRun checks that tokens not covered by segments hash exactly as
+// the explicit run (unique, 0, ...) would, whether the prompt is all unique or the unique part
+// starts inside a block, after empty segments or at a block boundary.
+func TestUniqueTailMatchesExplicitRun(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 8))
+	for trial := range 500 {
+		const unique = 0xfeed
+		var segs []workload.Segment
+		var covered int32
+		for range r.IntN(4) {
+			n := int32(r.IntN(40)) // zero-length segments included
+			segs = append(segs, seg(r.Uint64N(3)+1, int32(r.IntN(9)), n))
+			covered += n
+		}
+		if r.IntN(3) == 0 {
+			pad := (16 - covered%16) % 16 // end the segments on a block boundary
+			segs = append(segs, seg(7, 0, pad))
+			covered += pad
+		}
+		inputLen := covered + int32(r.IntN(100))
+		explicit := append(slices.Clone(segs), seg(unique, 0, inputLen-covered))
+		got := PromptBlockHashes(nil, segs, inputLen, 16, unique)
+		want := PromptBlockHashes(nil, explicit, inputLen, 16, 0x1234)
+		if !slices.Equal(got, want) {
+			t.Fatalf("trial %d: segs %v, %d tokens: unique tail hashes %x, explicit run %x", trial, segs, inputLen, got, want)
+		}
+	}
+}
+
+// TestPromptBlockHashesGolden pins hash values, which results depend on (a change would alter
+// which blocks are shared, and so every simulation).
+func TestPromptBlockHashesGolden(t *testing.T) {
+	for _, tc := range []struct {
+		segs     []workload.Segment
+		inputLen int32
+		unique   uint64
+		want     []uint64
+	}{
+		{nil, 100, 7, []uint64{0x8c642608704e9486, 0x1b1c0dcbce266ba9, 0xc9df24e7ad7b5741, 0x824db076c1cf89fe, 0xdcfeb934535be90d, 0x106e9a97340e905e}},
+		{[]workload.Segment{seg(3, 5, 40), seg(0, 0, 0)}, 130, 9, []uint64{0x363005062c8fb368, 0xd124f4e144276424, 0x5545f2786732bc66, 0xae4066883c3ca800, 0x51c4867f04509611, 0x92606cd15a3b5639, 0xf3f045b5e76d4c7c, 0xaf11c2c2212107c0}},
+	} {
+		if got := PromptBlockHashes(nil, tc.segs, tc.inputLen, 16, tc.unique); !slices.Equal(got, tc.want) {
+			t.Errorf("PromptBlockHashes(%v, %d, 16, %d) = %#x, want %#x", tc.segs, tc.inputLen, tc.unique, got, tc.want)
+		}
+	}
+}
