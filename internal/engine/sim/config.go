@@ -128,8 +128,21 @@ type Config struct {
 	Options Options
 }
 
-// Validate checks the configuration before a run starts.
+// Validate checks the configuration before a run starts, including the policy bundle (its
+// names, parameters, trees and CEL programs).
 func (c *Config) Validate() error {
+	if err := c.validate(); err != nil {
+		return err
+	}
+	if c.Policy != nil {
+		return c.Policy.Validate()
+	}
+	return nil
+}
+
+// validate checks everything but the bundle's contents, which building the run's pipeline
+// checks anyway (so a run compiles its CEL programs once).
+func (c *Config) validate() error {
 	if len(c.Instances) == 0 {
 		return errors.New("at least one instance is required")
 	}
@@ -157,5 +170,5 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("instance %d: the preemption policy comes from the policy bundle (preemption.policy), not the instance", i)
 		}
 	}
-	return c.Policy.Validate()
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/inference-sim/blis-operator/internal/engine/metrics"
@@ -645,5 +646,28 @@ func TestPolicyStreamingReleasesTokensAtFirstToken(t *testing.T) {
 		if !sawRunning || sawFirst != streaming || s.ctl.p.State().Loads[0].InFlightTokens != 0 || s.ctl.p.State().Loads[0].ActiveRequests != 0 {
 			t.Errorf("streaming %v: running %v first %v, load at the end %+v", streaming, sawRunning, sawFirst, s.ctl.p.State().Loads[0])
 		}
+	}
+}
+
+// Configuration errors around the bundle are reported before a run: a bundle with a router
+// or with per-instance preemption, and an invalid bundle (with its stage and policy named).
+func TestPolicyConfigErrors(t *testing.T) {
+	reqs := &sliceSource{reqs: []workload.Request{{InputLen: 5, OutputLen: 1}}}
+	cfg := withPolicy(contendedCluster(), &policy.Bundle{})
+	cfg.Router = LeastLoaded
+	if _, err := Run(cfg, reqs); err == nil || !strings.Contains(err.Error(), "not both") {
+		t.Errorf("bundle and router: %v", err)
+	}
+	cfg = withPolicy(contendedCluster(), &policy.Bundle{})
+	cfg.Instances[2].Preemption = PreemptPriority
+	if _, err := Run(cfg, reqs); err == nil || !strings.Contains(err.Error(), "instance 2") {
+		t.Errorf("bundle and instance preemption: %v", err)
+	}
+	cfg = withPolicy(contendedCluster(), parseBundle(t, `routing: {cel: "instance.nope"}`))
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "routing policy") {
+		t.Errorf("Validate: %v", err)
+	}
+	if _, err := Run(cfg, reqs); err == nil || !strings.Contains(err.Error(), "routing policy") {
+		t.Errorf("Run: %v", err)
 	}
 }

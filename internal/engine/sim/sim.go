@@ -113,13 +113,13 @@ type simulation struct {
 }
 
 // Run simulates the workload src on the cluster cfg and returns the result. The configuration is
-// validated first. Run never retains src or cfg after it returns, and the same (cfg, workload)
-// always gives the same result.
+// validated first (a bad policy bundle fails before the simulation starts). Run never retains
+// src or cfg after it returns, and the same (cfg, workload) always gives the same result.
 func Run(cfg *Config, src workload.Source) (*Result, error) {
 	if cfg == nil || src == nil {
 		return nil, errors.New("sim: nil config or source")
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	s, err := newSimulation(cfg, src)
