@@ -38,10 +38,11 @@
 //   - each block's metadata (content hash, reference count, free-list position) is one 16-byte
 //     struct in a single array indexed by block id: four blocks to a cache line, none straddling
 //     two, and one line read per block touched;
-//   - the free list is a FIFO ring of (block, hash) entries rather than a linked list.
-//     Allocation reads entries sequentially from its head, so the blocks it takes are
-//     independent stores instead of a pointer chase, and the evicted hash comes with the entry;
-//     release appends sequentially at its tail. A free block claimed by a prefix hit leaves a
+//   - the free list is a FIFO ring of 8-byte entries (block id and the low half of its hash)
+//     rather than a linked list. Allocation reads entries sequentially from its head, so the
+//     blocks it takes are independent stores instead of a pointer chase, and what the index
+//     deletion of the evicted content needs comes with the entry; release appends sequentially
+//     at its tail. A free block claimed by a prefix hit leaves a
 //     tombstone at its ring position (which the block records); tombstones are skipped at the
 //     head, and when the ring fills up it is compacted in place, amortized O(1) per claim;
 //   - the content index is an open-addressing table keyed by the block hash itself, 8 bytes a
@@ -60,11 +61,16 @@ package kvcache
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 )
 
-// nilBlock is the "no block" id: an empty index slot, a tombstone in the free ring.
+// nilBlock is the "no block" id, which marks an empty index slot.
 const nilBlock int32 = -1
+
+// tombstone marks the free-ring entry of a free block since claimed by a prefix hit. It is
+// ^MaxInt32, and MaxInt32 is never a block id.
+const tombstone int32 = math.MinInt32
 
 // Table is one request's view of the cache. The caller owns it and keeps it across the request's
 // life (including preemption: Release then ClaimPrefix/Grow again). The zero Table is empty.
@@ -108,12 +114,22 @@ type block struct {
 	pos  int32  // position in the free ring, meaningful only while ref == 0
 }
 
-// freeEntry is one entry of the free ring: a free block and the content hash it carries (which
-// cannot change while the block is free), so that allocation finds the index entry to delete
-// without reading the block first. block is nilBlock for a tombstone.
+// freeEntry is one 8-byte entry of the free ring. A free block carrying a content hash (which
+// cannot change while it is free) is stored as its id and the hash's low 32 bits, which are
+// all that the deletion of its index entry needs (the home slot and the tag, see
+// index.deleteIf), so allocation finds the entry without reading the block. A free block without
+// a hash is stored as ^id, a negative number, and a claimed one as tombstone.
 type freeEntry struct {
-	hash  uint64
+	tag   uint32
 	block int32
+}
+
+// id returns the block id of e, which is not a tombstone.
+func (e freeEntry) id() int32 {
+	if e.block < 0 {
+		return ^e.block
+	}
+	return e.block
 }
 
 // Cache is the paged KV cache of one instance.
@@ -123,7 +139,7 @@ type Cache struct {
 	blocks []block // indexed by block id
 
 	// The free list, least recently used first: ring[head&ringMask : tail&ringMask] (cyclically)
-	// holds the free blocks' ids and tombstones (nilBlock) left by claimed ones.
+	// holds the free blocks and tombstones left by claimed ones.
 	ring       []freeEntry
 	ringMask   uint32
 	head, tail uint32 // ring positions; they only grow, and wrap modulo 2^32
@@ -161,7 +177,7 @@ func New(totalBlocks, blockSize int32) *Cache {
 	c.ring, c.ringMask = make([]freeEntry, size), uint32(size-1)
 	// Initially every block is free, in id order.
 	for i := range totalBlocks {
-		c.ring[i].block = i
+		c.ring[i].block = ^i // no hash yet
 		c.blocks[i].pos = i
 	}
 	c.head, c.tail, c.free = 0, uint32(totalBlocks), totalBlocks
@@ -245,7 +261,7 @@ func (c *Cache) ClaimPrefix(t *Table, hashes []uint64, inputLen int32) int32 {
 		}
 		blk := &c.blocks[b]
 		if blk.ref == 0 {
-			c.ring[blk.pos].block = nilBlock // leave the free list; the tombstone is skipped later
+			c.ring[blk.pos].block = tombstone // leave the free list; skipped when reached
 			c.free--
 		}
 		blk.ref++
@@ -363,7 +379,11 @@ func (c *Cache) Release(t *Table) {
 			}
 			// Append b at the free tail, the most recently used end.
 			p := tail & mask
-			ring[p] = freeEntry{hash: blk.hash, block: b}
+			e := freeEntry{block: ^b}
+			if h := blk.hash; h != NoHash {
+				e = freeEntry{tag: uint32(h), block: b}
+			}
+			ring[p] = e
 			blk.pos = int32(p)
 			tail++
 			free++
@@ -395,12 +415,13 @@ func (c *Cache) take(t *Table, need int32) {
 	out := t.Blocks[n0:]
 	head := c.head
 	for j := range out {
-		b := ring[head&mask].block
+		e := ring[head&mask]
 		head++
-		for b == nilBlock { // tombstones of claimed blocks
-			b = ring[head&mask].block
+		for e.block == tombstone {
+			e = ring[head&mask]
 			head++
 		}
+		b := e.id()
 		blk := &blocks[b]
 		blk.hash, blk.ref = NoHash, 1
 		out[j] = b
@@ -435,10 +456,11 @@ func (c *Cache) settle() {
 	for p := c.settled; p != c.head; {
 		end := p + min(c.head-p, batch)
 		for q := p; q != end; q++ {
-			touch += slots[ring[q&mask].hash&slotMask].block // NoHash touches slot 0
+			touch += slots[uint64(ring[q&mask].tag)&slotMask].block
 		}
 		for ; p != end; p++ {
-			if e := &ring[p&mask]; e.hash != NoHash && e.block != nilBlock && c.index.deleteIf(e.hash, e.block) {
+			// Only entries of blocks that carried a hash are >= 0.
+			if e := ring[p&mask]; e.block >= 0 && c.index.deleteIf(uint64(e.tag), e.block) {
 				evicted++
 			}
 		}
@@ -458,9 +480,9 @@ func (c *Cache) compact() {
 	ring, mask := c.ring, c.ringMask
 	w := c.head
 	for r := c.head; r != c.tail; r++ {
-		if e := ring[r&mask]; e.block != nilBlock {
+		if e := ring[r&mask]; e.block != tombstone {
 			ring[w&mask] = e
-			c.blocks[e.block].pos = int32(w & mask)
+			c.blocks[e.id()].pos = int32(w & mask)
 			w++
 		}
 	}
@@ -472,8 +494,8 @@ func (c *Cache) compact() {
 func (c *Cache) FreeOrder(dst []int32) []int32 {
 	dst = dst[:0]
 	for p := c.head; p != c.tail && len(dst) < int(c.total); p++ {
-		if b := c.ring[p&c.ringMask].block; b != nilBlock {
-			dst = append(dst, b)
+		if e := c.ring[p&c.ringMask]; e.block != tombstone {
+			dst = append(dst, e.id())
 		}
 	}
 	return dst
@@ -514,11 +536,11 @@ func (c *Cache) CheckInvariants() error {
 	var walked int32
 	for p := c.head; p != c.tail; p++ {
 		e := c.ring[p&c.ringMask]
-		b := e.block
-		if b == nilBlock {
+		if e.block == tombstone {
 			continue
 		}
-		if b < 0 || b >= c.total {
+		b := e.id()
+		if b >= c.total {
 			return fmt.Errorf("kvcache: free list holds invalid block %d", b)
 		}
 		if r := c.blocks[b].ref; r != 0 {
@@ -529,8 +551,9 @@ func (c *Cache) CheckInvariants() error {
 		if pos := c.blocks[b].pos; uint32(pos) != p&c.ringMask {
 			return fmt.Errorf("kvcache: block %d listed at free ring position %d records position %d", b, p&c.ringMask, pos)
 		}
-		if h := c.blocks[b].hash; e.hash != h {
-			return fmt.Errorf("kvcache: free ring lists block %d with hash %#x, it carries %#x", b, e.hash, h)
+		h := c.blocks[b].hash
+		if hashed := e.block >= 0; hashed != (h != NoHash) || (hashed && e.tag != uint32(h)) {
+			return fmt.Errorf("kvcache: free ring lists block %d as %+v, it carries hash %#x", b, e, h)
 		}
 		walked++
 	}
