@@ -150,7 +150,12 @@ func (s *simulation) newControl(streams *rng.Partitioned) error {
 	adm, prio, route := p.Names()
 	c.admitSnaps, c.prioSnaps, c.routeSnaps = !snapshotFreeAdmission[adm], !snapshotFreePriority[prio], !snapshotFreeRouting[route]
 	if c.admitSnaps || c.prioSnaps || c.routeSnaps {
-		c.tick = periodicGrid(p.Observability())
+		// Templates read only the load fields; CEL and trees may read any observable.
+		expr := false
+		for _, n := range [...]string{adm, prio, route} {
+			expr = expr || n == policy.PolicyCEL || n == policy.PolicyTree
+		}
+		c.tick = periodicGrid(p.Observability(), expr)
 	}
 	if l := p.AdmissionLatency(); l > 0 {
 		s.admLat = l
@@ -176,12 +181,17 @@ func (s *simulation) newControl(streams *rng.Partitioned) error {
 	return nil
 }
 
-// periodicGrid returns the greatest common divisor of the periodic refresh intervals, 0 when
-// no field is periodic: refreshing every instance on that grid makes every periodic field an
-// exact scrape at its own multiples.
-func periodicGrid(o policy.ObservabilityConfig) int64 {
+// periodicGrid returns the greatest common divisor of the refresh intervals of the periodic
+// fields a policy may read (the load fields, and with stats also the cache hit rate and recent
+// latencies), 0 when none is periodic: refreshing every instance on that grid makes each of
+// those fields an exact scrape at its own multiples. (Fields no policy reads need no scrape.)
+func periodicGrid(o policy.ObservabilityConfig, stats bool) int64 {
+	fields := []policy.FieldConfig{o.QueueDepth, o.BatchSize, o.KVUtilization}
+	if stats {
+		fields = append(fields, o.CacheHitRate, o.RecentTTFT, o.RecentTPOT)
+	}
 	var g int64
-	for _, f := range []policy.FieldConfig{o.QueueDepth, o.BatchSize, o.KVUtilization, o.CacheHitRate, o.RecentTTFT, o.RecentTPOT} {
+	for _, f := range fields {
 		if f.Mode != policy.Periodic {
 			continue
 		}

@@ -161,6 +161,6 @@ type Result struct {
 	// End is the simulated time at which the run ended (the last processed event, capped by the
 	// horizon).
 	End int64
-	// Events counts processed events.
+	// Events counts processed events (the router's periodic snapshot refreshes excluded).
 	Events int64
 }
