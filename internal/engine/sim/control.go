@@ -87,8 +87,7 @@ type control struct {
 	// blockSize and maxBlocks size the router's prefix hashes (blockSize 0 = none needed).
 	blockSize int32
 	maxBlocks int
-	// Stages that read instance snapshots; the others get the provider's copies unrefreshed,
-	// which they ignore.
+	// Stages that read instance snapshots; the others get none (zero values they ignore).
 	admitSnaps, prioSnaps, routeSnaps bool
 	// none stands for the snapshots of stages that do not read them.
 	none []policy.InstanceSnapshot

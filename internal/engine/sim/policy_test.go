@@ -3,7 +3,9 @@ package sim
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"runtime"
+	"sort"
 	"strings"
 	"testing"
 
@@ -669,5 +671,46 @@ func TestPolicyConfigErrors(t *testing.T) {
 	}
 	if _, err := Run(cfg, reqs); err == nil || !strings.Contains(err.Error(), "routing policy") {
 		t.Errorf("Run: %v", err)
+	}
+}
+
+// The templates the simulator treats as snapshot-free really ignore snapshots: forcing fresh
+// snapshots on every stage changes nothing.
+func TestPolicySnapshotFreeTemplatesIgnoreSnapshots(t *testing.T) {
+	reqs := determinismWorkload()
+	var adm, prio []string
+	for n := range snapshotFreeAdmission {
+		adm = append(adm, n)
+	}
+	for n := range snapshotFreePriority {
+		prio = append(prio, n)
+	}
+	sort.Strings(adm)
+	sort.Strings(prio)
+	for i := range max(len(adm), len(prio)) {
+		yaml := fmt.Sprintf("admission: {policy: %s}\npriority: {policy: %s}\nscheduler: priority-fcfs\nrouting: {policy: round-robin}",
+			adm[i%len(adm)], prio[i%len(prio)])
+		cfg := withPolicy(determinismConfig(), parseBundle(t, yaml))
+		run := func(force bool) []byte {
+			src := &sliceSource{reqs: reqs}
+			s := mustSim(t, cfg, src)
+			if s.ctl.admitSnaps || s.ctl.prioSnaps || s.ctl.routeSnaps {
+				t.Fatalf("%s: snapshots read", yaml)
+			}
+			if force {
+				s.ctl.admitSnaps, s.ctl.prioSnaps, s.ctl.routeSnaps = true, true, true
+			}
+			if err := s.run(); err != nil {
+				t.Fatal(err)
+			}
+			data, err := json.Marshal([]any{s.res.Report(src.Tables(), metrics.Options{}), s.res.Records})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return data
+		}
+		if !bytes.Equal(run(false), run(true)) {
+			t.Errorf("%s: fresh snapshots change the run", yaml)
+		}
 	}
 }
