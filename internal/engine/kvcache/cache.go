@@ -48,8 +48,8 @@
 //   - the content index is an open-addressing table keyed by the block hash itself, 8 bytes a
 //     slot, with room for every block at a load of at most 1/2 (see index.go);
 //   - index deletions of evicted content are deferred and done in rounds, and index
-//     insertions and Release work in rounds too, each round first loading all the lines it
-//     needs so that their misses overlap (see batch and settle). No result depends on this.
+//     insertions work in rounds too, each round first loading all the slots it needs so that
+//     their misses overlap (see batch and settle). No result depends on this.
 //
 // Nothing is allocated after New except the callers' tables growing to their working capacity.
 // The index is only used for lookups and is never iterated, which keeps every result
@@ -358,49 +358,39 @@ func (c *Cache) Release(t *Table) {
 			c.compact()
 		}
 	}
+	// The blocks' loads are independent (their ids come from t.Blocks), so their misses
+	// overlap without a separate touch pass.
 	blocks, ring, mask := c.blocks, c.ring, c.ringMask
 	tail, free := c.tail, c.free
-	var touch int32
-	for end := len(t.Blocks); end > 0; {
-		// Rounds of up to batch blocks, last first; the blocks of a round are touched together
-		// first so that their misses overlap.
-		start := max(end-batch, 0)
-		round := t.Blocks[start:end]
-		end = start
-		for _, b := range round {
-			touch += blocks[b].ref
+	for i := len(t.Blocks) - 1; i >= 0; i-- {
+		b := t.Blocks[i]
+		blk := &blocks[b]
+		blk.ref--
+		if blk.ref != 0 {
+			continue
 		}
-		for i := len(round) - 1; i >= 0; i-- {
-			b := round[i]
-			blk := &blocks[b]
-			blk.ref--
-			if blk.ref != 0 {
-				continue
-			}
-			// Append b at the free tail, the most recently used end.
-			p := tail & mask
-			e := freeEntry{block: ^b}
-			if h := blk.hash; h != NoHash {
-				e = freeEntry{tag: uint32(h), block: b}
-			}
-			ring[p] = e
-			blk.pos = int32(p)
-			tail++
-			free++
+		// Append b at the free tail, the most recently used end.
+		p := tail & mask
+		e := freeEntry{block: ^b}
+		if h := blk.hash; h != NoHash {
+			e = freeEntry{tag: uint32(h), block: b}
 		}
+		ring[p] = e
+		blk.pos = int32(p)
+		tail++
+		free++
 	}
-	c.touched += touch
 	c.tail, c.free = tail, free
 	t.Blocks = t.Blocks[:0]
 	t.Tokens = 0
 	t.hashed = 0
 }
 
-// batch is how many blocks register, Release and settle handle per round. Each round first
-// runs a tight loop that only loads the cache lines the round will need (an index slot or a
-// block per block, independent loads that the processor overlaps), then does the work on lines
-// that are now in cache. A loop doing both stalls on each miss long enough for the reorder
-// buffer to fill after a few blocks, so misses would overlap far less. The loaded values are
+// batch is how many blocks register and settle handle per round. Each round first runs a tight
+// loop that only loads the index slots the round will need (independent loads that the
+// processor overlaps), then does the work on lines that are now in cache. A loop doing both
+// stalls on each miss, behind the dependent probe branches, long enough for the reorder buffer
+// to fill after a few blocks, so misses would overlap far less. The loaded values are
 // summed into Cache.touched so that the loads are kept.
 const batch = 32
 
