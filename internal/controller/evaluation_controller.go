@@ -352,7 +352,7 @@ func (r *EvaluationReconciler) reconcile(ctx context.Context, log logr.Logger, e
 			r.fail(ev, st, post, ReasonInputTooLarge, msg)
 			return ctrl.Result{}, nil
 		}
-		if err := r.createJobRun(ctx, ev, resolved.Hash, envelope); err != nil {
+		if err := r.createJobRun(ctx, ev, resolved.Hash, envelope, 1); err != nil {
 			// Leave the slot held: the next attempt adopts what was created.
 			return ctrl.Result{}, err
 		}
@@ -836,8 +836,8 @@ func (r *EvaluationReconciler) observeJob(ctx context.Context, log logr.Logger, 
 	} else if !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}
-	if jv.failures > 0 {
-		st.Attempts = jv.failures + 1
+	if jv.exists {
+		st.Attempts = jv.attempt + jv.failures
 	}
 	if cmErr == nil {
 		payload, err := resultstore.Decode(&cm, st.InputHash)
@@ -900,10 +900,10 @@ func (r *EvaluationReconciler) observeJob(ctx context.Context, log logr.Logger, 
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if err := r.createJobRun(ctx, ev, resolved.Hash, envelope); err != nil {
+		st.Attempts++
+		if err := r.createJobRun(ctx, ev, resolved.Hash, envelope, st.Attempts); err != nil {
 			return ctrl.Result{}, err
 		}
-		st.Attempts++
 		setCondition(&st.Conditions, gen, blisv1alpha1.ConditionRunning, metav1.ConditionTrue, ReasonJobCreated,
 			fmt.Sprintf("engine Job %s created again (attempt %d): the previous one disappeared without a result", runName(ev), st.Attempts))
 		post.event(corev1.EventTypeWarning, ReasonJobLost, "engine Job disappeared without a result; created again")

@@ -21,6 +21,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -52,6 +53,9 @@ const (
 	LabelComponent = "blis.inference-sim.io/component"
 	// LabelKueueQueue is Kueue's queue label, set from execution.queueName.
 	LabelKueueQueue = "kueue.x-k8s.io/queue-name"
+	// AnnotationAttempt on a Job is the Evaluation's attempt number of its first pod; the
+	// attempts of a run are this plus the Job's failed pods.
+	AnnotationAttempt = "blis.inference-sim.io/attempt"
 	// KeyInput is the input ConfigMap's key holding the envelope.
 	KeyInput = "input.json"
 	// engineUID is the non-root user of the engine container.
@@ -92,7 +96,7 @@ func runLabels(ev *blisv1alpha1.Evaluation, component string) map[string]string 
 // with the input hash), a service account with a Role that may only get and update that result
 // ConfigMap, and the Job. Each has a deterministic name and the Evaluation as controlling owner,
 // so a repeated call after a conflict or restart adopts what exists instead of duplicating it.
-func (r *EvaluationReconciler) createJobRun(ctx context.Context, ev *blisv1alpha1.Evaluation, hash string, envelope []byte) error {
+func (r *EvaluationReconciler) createJobRun(ctx context.Context, ev *blisv1alpha1.Evaluation, hash string, envelope []byte, attempt int32) error {
 	objs := []client.Object{
 		&corev1.ConfigMap{
 			ObjectMeta: r.runMeta(ev, inputName(ev), "input"),
@@ -117,7 +121,7 @@ func (r *EvaluationReconciler) createJobRun(ctx context.Context, ev *blisv1alpha
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: engineName(ev)},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: engineName(ev), Namespace: ev.Namespace}},
 		},
-		r.engineJob(ev, hash),
+		r.engineJob(ev, hash, attempt),
 	}
 	for _, o := range objs {
 		if err := controllerutil.SetControllerReference(ev, o, r.Scheme); err != nil {
@@ -141,7 +145,7 @@ func (r *EvaluationReconciler) resultConfigMap(ev *blisv1alpha1.Evaluation, hash
 }
 
 // engineJob is the batch/v1 Job running `blis engine` on the mounted input.
-func (r *EvaluationReconciler) engineJob(ev *blisv1alpha1.Evaluation, hash string) *batchv1.Job {
+func (r *EvaluationReconciler) engineJob(ev *blisv1alpha1.Evaluation, hash string, attempt int32) *batchv1.Job {
 	ex := ev.Spec.Execution
 	timeout := r.Config.DefaultTimeout
 	if ex.Timeout != nil && ex.Timeout.Duration > 0 {
@@ -152,7 +156,7 @@ func (r *EvaluationReconciler) engineJob(ev *blisv1alpha1.Evaluation, hash strin
 		backoff = *ex.MaxRetries
 	}
 	meta := r.runMeta(ev, runName(ev), "engine")
-	meta.Annotations = map[string]string{resultstore.AnnotationInputHash: hash}
+	meta.Annotations = map[string]string{resultstore.AnnotationInputHash: hash, AnnotationAttempt: strconv.Itoa(int(attempt))}
 	if ex.QueueName != "" {
 		meta.Labels[LabelKueueQueue] = ex.QueueName
 	}
@@ -241,10 +245,15 @@ type jobView struct {
 	failures  int32
 	finished  time.Time
 	startTime *metav1.Time
+	// attempt is the attempt number of the Job's first pod.
+	attempt int32
 }
 
 func viewJob(job *batchv1.Job) jobView {
-	v := jobView{exists: true, active: job.Status.Active, failures: job.Status.Failed, startTime: job.Status.StartTime}
+	v := jobView{exists: true, active: job.Status.Active, failures: job.Status.Failed, startTime: job.Status.StartTime, attempt: 1}
+	if n, err := strconv.Atoi(job.Annotations[AnnotationAttempt]); err == nil && n > 0 {
+		v.attempt = int32(n)
+	}
 	for _, c := range job.Status.Conditions {
 		if c.Status != corev1.ConditionTrue {
 			continue
