@@ -15,7 +15,9 @@ import "fmt"
 // full 64 bits, so lookups are exact; for distinct keys the tags differ except with probability
 // about 2^-32 per comparison (at worst 2^-16 among keys sharing a home slot in a 65536-slot
 // table), so that extra read almost only happens on a genuine hit, whose block the caller reads
-// anyway. Eviction deletes by block id, which identifies its slot without any block read.
+// anyway. Eviction deletes by block id and tag, which identify the slot without any block
+// read; since the capacity is at most 2^32, the tag also gives the home slot, so the free list
+// only keeps the tag of an evicted block's hash (see freeEntry).
 //
 // Collisions are resolved by linear probing, and deletion shifts the rest of the cluster back
 // (Knuth's Algorithm R) instead of leaving tombstones. With no tombstones the table never needs
@@ -23,7 +25,9 @@ import "fmt"
 // goes on, and nothing is allocated after newIndex. The cache bounds the load: every entry points
 // at a distinct block carrying its hash, so there are at most TotalBlocks entries, and the
 // capacity is the first power of two of at least twice that, a load of at most 1/2 (expected
-// probes about 1.5 for a hit and 2.5 for a miss at that load, fewer below it). Linear probing was
+// probes about 1.5 for a hit and 2.5 for a miss at that load, fewer below it). Entries whose
+// deletion is pending (see Cache.settle) name blocks that no other entry names, so they stay
+// within the bound. Linear probing was
 // preferred to Robin Hood hashing at this load because its probe sequence is a plain scan of
 // adjacent slots and its deletion needs no distance bookkeeping; Robin Hood would only shorten
 // the rare long misses.
@@ -102,8 +106,10 @@ func (x *index) put(h uint64, b int32, blocks []block) {
 	}
 }
 
-// deleteIf removes h's entry when it maps to b, and reports whether it did. b carries hash h, so
-// the entry, if any, is the one slot of h's probe sequence that names b.
+// deleteIf removes h's entry when it maps to b, and reports whether it did. Only the low 32 bits
+// of h are used (home slot and tag), and b need not carry h any more (take resets it): an entry
+// names a block carrying its key when it is made, a block carries one key at a time, so the
+// entry, if any, is the one slot of h's probe sequence with h's tag that names b.
 func (x *index) deleteIf(h uint64, b int32) bool {
 	slots, mask, tag := x.slots, x.mask, uint32(h)
 	for i := h & mask; ; i = (i + 1) & mask {
