@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -80,7 +81,13 @@ func newNamespace(t testing.TB) string {
 // until the returned stop function is called).
 func startManager(t testing.TB, cfg Config) (stop func()) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+	return startManagerWith(t, env.Config, cfg)
+}
+
+// startManagerWith is startManager with the manager's client configuration.
+func startManagerWith(t testing.TB, restCfg *rest.Config, cfg Config) (stop func()) {
+	t.Helper()
+	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:     env.Scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},

@@ -46,6 +46,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	blisv1alpha1 "github.com/inference-sim/blis-operator/api/v1alpha1"
 )
 
 // The names config/default gives the manager's objects.
@@ -91,6 +93,9 @@ func connect(t *testing.T) *cluster {
 		t.Fatal(err)
 	}
 	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := blisv1alpha1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
