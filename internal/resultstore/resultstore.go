@@ -357,3 +357,17 @@ func WriteInCluster(ctx context.Context, name string, res *evaluation.EngineResu
 	}
 	return Write(ctx, c, ns, name, res, trace)
 }
+
+// PublishFile writes the result file `blis engine --output` wrote (success or failure) into the
+// run's result ConfigMap name, from inside the engine pod (WriteInCluster).
+func PublishFile(ctx context.Context, path, name string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("resultstore: reading the engine result: %w", err)
+	}
+	res, err := evaluation.ParseEngineResult(data)
+	if err != nil {
+		return err
+	}
+	return WriteInCluster(ctx, name, res, nil)
+}
