@@ -6,6 +6,7 @@ import (
 
 	"github.com/inference-sim/blis-operator/internal/engine/latency"
 	"github.com/inference-sim/blis-operator/internal/engine/policy"
+	"github.com/inference-sim/blis-operator/internal/engine/trace"
 )
 
 // PreemptionPolicy selects the victim when a running request cannot get KV blocks.
@@ -98,6 +99,10 @@ type Options struct {
 	// the batch limits after every event, failing the run on the first violation. It makes a
 	// run several times slower and is meant for tests.
 	CheckInvariants bool
+	// Trace, when set, records anomaly counters and (by its level) decision records into
+	// Result.Trace. It needs a policy bundle (runs without one have no decisions to record).
+	// Tracing never changes the simulated behaviour.
+	Trace *trace.Config
 }
 
 // Config is a complete, resolved simulation input (apart from the workload).

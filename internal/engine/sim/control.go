@@ -69,12 +69,29 @@ type ctlState struct {
 }
 
 // decisionObserver receives the control-plane decisions of a run with a policy bundle, in
-// processing order. It is nil unless set (tests; decision traces), and a nil observer costs one
-// comparison per decision.
+// processing order, and the wait-queue events the anomaly counters need. It is nil unless set
+// (decision traces, tests), and a nil observer costs one comparison per hook. Slots index the
+// slab; the observer may read the request there during the call.
 type decisionObserver interface {
 	admission(now int64, req *policy.RequestView, d *policy.AdmissionDecision)
-	routing(now int64, req *policy.RequestView, pd *policy.PriorityDecision, rd *policy.RoutingDecision)
-	preempted(now int64, inst int32, id uint64)
+	// routing is the priority and routing decision of the slot being routed (control.cur),
+	// with the snapshots the stages were given.
+	routing(now int64, req *policy.RequestView, pd *policy.PriorityDecision, rd *policy.RoutingDecision, snaps []policy.InstanceSnapshot)
+	// preempted: the request in slot was preempted and is back at the front of inst's queue.
+	preempted(now int64, inst, slot int32, id uint64)
+	// queued: slot entered inst's wait queue; leftQueue: it left the queue unscheduled.
+	queued(inst, slot int32)
+	leftQueue(inst, slot int32)
+	// scheduled: slot left inst's wait queue for the running batch with cached prompt tokens
+	// found in the prefix cache.
+	scheduled(inst, slot, cached int32)
+	// holBlocked: admission on inst stopped because the queue's head could not get its KV
+	// blocks; waiting is the live queue length, head included.
+	holBlocked(inst int32, waiting int32)
+	// batch: inst formed the batch of the step starting at now.
+	batch(in *instance, now int64, preempted bool)
+	// finished: the request in slot left with rec (not called for gateway departures).
+	finished(slot int32, rec *RequestRecord)
 }
 
 // control is a run's policy pipeline with its snapshot provider and per-slot state.
@@ -97,6 +114,8 @@ type control struct {
 	// tick is the grid (µs) of the exact periodic snapshot refreshes, 0 = none.
 	tick int64
 	obs  decisionObserver
+	// tr is obs when it is the run's trace recorder (Options.Trace).
+	tr *tracer
 	// The decisions handed to the observer.
 	adm   policy.AdmissionDecision
 	prio  policy.PriorityDecision
@@ -177,6 +196,10 @@ func (s *simulation) newControl(streams *rng.Partitioned) error {
 		in.victim = victim
 	}
 	s.ctl = c
+	if cfg.Options.Trace != nil {
+		c.tr = newTracer(s, streams)
+		c.obs = c.tr
+	}
 	return nil
 }
 
@@ -388,7 +411,7 @@ func (s *simulation) onRouting(slot int32) {
 	c.preciseSlot = -1
 	if c.obs != nil {
 		c.prio, c.route = pd, rd
-		c.obs.routing(s.now, &st.view, &c.prio, &c.route)
+		c.obs.routing(s.now, &st.view, &c.prio, &c.route, snaps)
 	}
 	st.ticket = rd.Ticket
 	st.key = policy.SchedKey{Priority: st.view.Priority, Arrival: r.arrival, InputTokens: r.input, MaxTokens: r.output, ID: r.id}

@@ -296,7 +296,7 @@ func (s *simulation) preempt(in *instance, e *runEntry, c *runCold) {
 		in.sig.queuedTokens += int64(r.input)
 	}
 	if s.ctl != nil && s.ctl.obs != nil {
-		s.ctl.obs.preempted(s.now, in.idx, r.id)
+		s.ctl.obs.preempted(s.now, in.idx, e.slot, r.id)
 	}
 }
 
@@ -367,8 +367,12 @@ func (s *simulation) step(in *instance, now int64) {
 	sh.Prefill, sh.PrefillTokens, sh.DecodeRequests, sh.DecodeContext = sh.Prefill[:0], 0, 0, 0
 	in.chunkOwner = in.chunkOwner[:0]
 
-	if !s.scheduleRunning(in, &budget) {
+	preempted := s.scheduleRunning(in, &budget)
+	if !preempted {
 		s.admitWaiting(in, now, budget)
+	}
+	if in.track && s.ctl.obs != nil {
+		s.ctl.obs.batch(in, now, preempted)
 	}
 	if used := int64(in.kv.UsedBlocks()); used > in.stats.PeakKVBlocks {
 		in.stats.PeakKVBlocks = used
@@ -491,6 +495,9 @@ func (s *simulation) admitWaiting(in *instance, now, budget int64) {
 		}
 		if !in.kv.Grow(t, n, r.hashes) {
 			in.kv.Release(t) // give back the claimed prefix; head-of-line blocking
+			if in.track && s.ctl.obs != nil {
+				s.ctl.obs.holBlocked(in.idx, in.waitQ.live)
+			}
 			return
 		}
 		in.waitQ.popFront(true)
@@ -499,6 +506,9 @@ func (s *simulation) admitWaiting(in *instance, now, budget int64) {
 			if in.victim != nil {
 				in.runSeq++
 				s.ctl.st[slot].key.RunSeq = in.runSeq
+			}
+			if s.ctl.obs != nil {
+				s.ctl.obs.scheduled(in.idx, slot, cached)
 			}
 		}
 		in.running = append(in.running, runEntry{

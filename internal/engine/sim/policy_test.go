@@ -331,8 +331,9 @@ func TestPolicyPreemptionVictims(t *testing.T) {
 	}
 }
 
-// recorder is a decision observer that keeps everything it sees.
+// recorder is a decision observer that keeps the decisions it sees.
 type recorder struct {
+	queueEvents
 	admissions  []recordedAdmission
 	routings    []recordedRouting
 	preemptions []struct {
@@ -359,11 +360,11 @@ func (r *recorder) admission(now int64, req *policy.RequestView, d *policy.Admis
 	r.admissions = append(r.admissions, recordedAdmission{now, req.ID, *d})
 }
 
-func (r *recorder) routing(now int64, req *policy.RequestView, pd *policy.PriorityDecision, rd *policy.RoutingDecision) {
+func (r *recorder) routing(now int64, req *policy.RequestView, pd *policy.PriorityDecision, rd *policy.RoutingDecision, _ []policy.InstanceSnapshot) {
 	r.routings = append(r.routings, recordedRouting{now, req.ID, pd.Score, rd.Target})
 }
 
-func (r *recorder) preempted(now int64, inst int32, id uint64) {
+func (r *recorder) preempted(now int64, inst, _ int32, id uint64) {
 	r.preemptions = append(r.preemptions, struct {
 		now  int64
 		inst int32
@@ -714,3 +715,13 @@ func TestPolicySnapshotFreeTemplatesIgnoreSnapshots(t *testing.T) {
 		}
 	}
 }
+
+// queueEvents ignores the queue, batch and completion hooks.
+type queueEvents struct{}
+
+func (queueEvents) queued(_, _ int32)                  {}
+func (queueEvents) leftQueue(_, _ int32)               {}
+func (queueEvents) scheduled(_, _, _ int32)            {}
+func (queueEvents) holBlocked(_ int32, _ int32)        {}
+func (queueEvents) batch(_ *instance, _ int64, _ bool) {}
+func (queueEvents) finished(_ int32, _ *RequestRecord) {}

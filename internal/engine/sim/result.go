@@ -3,6 +3,7 @@ package sim
 import (
 	"github.com/inference-sim/blis-operator/internal/engine/metrics"
 	"github.com/inference-sim/blis-operator/internal/engine/policy"
+	"github.com/inference-sim/blis-operator/internal/engine/trace"
 	"github.com/inference-sim/blis-operator/internal/engine/workload"
 )
 
@@ -163,4 +164,7 @@ type Result struct {
 	End int64
 	// Events counts processed events (the router's periodic snapshot refreshes excluded).
 	Events int64
+	// Trace is the decision trace and anomaly counters (only with Options.Trace and a policy
+	// bundle).
+	Trace *trace.Trace
 }

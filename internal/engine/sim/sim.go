@@ -395,6 +395,9 @@ func (s *simulation) onQueued(slot int32) {
 	in.waitQ.push(qEntry(slot, r.gen), s.schedKey(slot), false)
 	if in.track {
 		in.sig.queuedTokens += int64(r.input)
+		if s.ctl.obs != nil {
+			s.ctl.obs.queued(in.idx, slot)
+		}
 	}
 	if r.deadline > 0 && (s.cfg.Horizon == 0 || r.deadline <= s.cfg.Horizon) {
 		s.dead.push(s.heap.newEvent(r.deadline, evTimeout, int32(r.gen), slot))
@@ -429,6 +432,9 @@ func (s *simulation) onTimeout(slot int32) {
 		in.waitQ.live-- // the entry goes stale and is skipped when it reaches the front
 		if in.track {
 			in.sig.queuedTokens -= int64(r.input)
+			if s.ctl.obs != nil {
+				s.ctl.obs.leftQueue(in.idx, slot)
+			}
 		}
 	case stRunning:
 		in.removeRunning(slot, s.slab.reqs)
@@ -474,6 +480,9 @@ func (s *simulation) finishRequest(in *instance, slot int32, out Outcome, done i
 			in.sig.completed(r.ttft, r.itlSum, r.itlCount)
 		}
 		s.ctl.p.Finished(&s.ctl.st[slot].ticket, s.now)
+		if s.ctl.obs != nil {
+			s.ctl.obs.finished(slot, &rec)
+		}
 	}
 	s.dead.cancel(slot)
 	s.slab.release(slot)
@@ -591,6 +600,9 @@ func (s *simulation) finish() {
 	s.res.Unrouted = s.unrouted
 	if s.ctl != nil {
 		s.res.Policy = s.ctl.p.Stats()
+		if s.ctl.tr != nil {
+			s.res.Trace = s.ctl.tr.rec.Trace(end)
+		}
 	}
 	for i := range s.insts {
 		in := &s.insts[i]
