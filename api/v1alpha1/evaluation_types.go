@@ -640,5 +640,5 @@ type EvaluationList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&Evaluation{}, &EvaluationList{})
+	registerKnownTypes(&Evaluation{}, &EvaluationList{})
 }

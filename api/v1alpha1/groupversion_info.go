@@ -30,8 +30,9 @@ limitations under the License.
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -39,8 +40,25 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "blis.inference-sim.io", Version: "v1alpha1"}
 
 	// SchemeBuilder registers the kinds of this package with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds the kinds of this package to a runtime.Scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+// knownTypes are the objects of every kind in this package; each kind's file adds its own
+// from init with registerKnownTypes.
+var knownTypes []runtime.Object
+
+// registerKnownTypes records objects for addKnownTypes to add to a scheme.
+func registerKnownTypes(objects ...runtime.Object) {
+	knownTypes = append(knownTypes, objects...)
+}
+
+// addKnownTypes adds the kinds of this package, and the meta/v1 types every group version
+// carries (ListOptions, WatchEvent and so on), to s.
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, knownTypes...)
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

@@ -620,5 +620,5 @@ type PolicyBundleList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&PolicyBundle{}, &PolicyBundleList{})
+	registerKnownTypes(&PolicyBundle{}, &PolicyBundleList{})
 }

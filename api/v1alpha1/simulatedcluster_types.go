@@ -694,5 +694,5 @@ type SimulatedClusterList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&SimulatedCluster{}, &SimulatedClusterList{})
+	registerKnownTypes(&SimulatedCluster{}, &SimulatedClusterList{})
 }

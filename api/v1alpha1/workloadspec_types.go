@@ -204,7 +204,7 @@ type ClientTraffic struct {
 	// tenantId is the tenant the requests belong to.
 	// +kubebuilder:validation:MaxLength=128
 	// +optional
-	TenantId string `json:"tenantId,omitempty"`
+	TenantID string `json:"tenantId,omitempty"`
 
 	// sloClass is the SLO tier (realtime and interactive are version 1 names of critical and
 	// standard).
@@ -888,5 +888,5 @@ type WorkloadSpecList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&WorkloadSpec{}, &WorkloadSpecList{})
+	registerKnownTypes(&WorkloadSpec{}, &WorkloadSpecList{})
 }
