@@ -154,6 +154,10 @@ func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	desired.ObservedGeneration = ev.Generation
 	post := &postWrite{}
 	result, err := r.reconcile(ctx, log, &ev, desired, post)
+	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		// The namespace is going away with the Evaluation: nothing left to do.
+		return ctrl.Result{}, nil
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}

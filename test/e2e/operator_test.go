@@ -143,14 +143,22 @@ func TestOperatorRunsSamples(t *testing.T) {
 		if owner := metav1.GetControllerOf(&cm); owner == nil || owner.UID != ev.UID {
 			t.Errorf("%s: the result ConfigMap is not owned by the Evaluation", ev.Name)
 		}
-		// The engine ran as a real pod of an owned Job.
-		var jobs batchv1.JobList
-		if err := c.client.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{"blis.inference-sim.io/evaluation-uid": string(ev.UID)}); err != nil {
-			t.Fatal(err)
-		}
-		if len(jobs.Items) != 1 || jobs.Items[0].Status.Succeeded != 1 {
-			t.Errorf("%s: want one Job with a succeeded pod, got %d", ev.Name, len(jobs.Items))
-		}
+		// The engine ran as a real pod of an owned Job (which completes once the pod, having
+		// written the result, exits).
+		waitFor(ctx, t, shortTimeout, "the engine Job of "+ev.Name+" to complete", func(ctx context.Context) (bool, string, error) {
+			var jobs batchv1.JobList
+			if err := c.client.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{"blis.inference-sim.io/evaluation-uid": string(ev.UID)}); err != nil {
+				return false, "", err
+			}
+			if len(jobs.Items) != 1 {
+				return false, fmt.Sprintf("%d Jobs", len(jobs.Items)), nil
+			}
+			j := jobs.Items[0]
+			if owner := metav1.GetControllerOf(&j); owner == nil || owner.UID != ev.UID {
+				return false, "", fmt.Errorf("Job %s is not owned by Evaluation %s", j.Name, ev.Name)
+			}
+			return j.Status.Succeeded == 1, fmt.Sprintf("succeeded %d failed %d", j.Status.Succeeded, j.Status.Failed), nil
+		})
 	}
 	if jobRuns == 0 {
 		t.Fatal("no sample Evaluation ran in a Job")
