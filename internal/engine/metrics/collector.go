@@ -25,8 +25,8 @@
 // # Memory
 //
 // A Collector keeps one small record of samples per request that was scheduled (TTFT, E2E,
-// scheduling delay, TPOT as float64, the class index and flags: 40 bytes, so 100,000 requests
-// take about 4 MB)
+// scheduling delay, TPOT as float64, the class and tenant indexes and flags: 48 bytes, so
+// 100,000 requests take about 5 MB)
 // and the inter-token gaps as (value, count) pairs merged by value (WeightedSamples), whose size
 // is bounded by the number of distinct gap values, not by the number of tokens. Full per-request
 // rows are kept only when asked for (NewCollector's keepRows).
@@ -185,7 +185,7 @@ func (e *Events) add(o Events) {
 // sample is what a request leaves behind for the statistics when rows are not kept.
 type sample struct {
 	ttft, e2e, sched, tpot float64 // µs
-	class                  int32
+	class, tenant          int32
 	flags                  uint8
 }
 
@@ -211,8 +211,11 @@ type Collector struct {
 	samples  []sample
 	itl      WeightedSamples
 	classReq []int64 // requests recorded per class index, any status
-	keepRows bool
-	rows     []RequestRecord
+	classRej []int64 // rejections per class index
+	// tenantReq and tenantRej are the same per tenant index.
+	tenantReq, tenantRej []int64
+	keepRows             bool
+	rows                 []RequestRecord
 }
 
 // NewCollector returns an empty collector. With keepRows it also keeps a copy of every
@@ -267,22 +270,36 @@ func (c *Collector) Record(r *RequestRecord) {
 	}
 	if f != 0 {
 		c.samples = append(c.samples, sample{
-			ttft:  float64(r.TTFT),
-			e2e:   float64(r.E2E),
-			sched: float64(r.SchedulingDelay),
-			tpot:  r.TPOT(),
-			class: r.Class,
-			flags: f,
+			ttft:   float64(r.TTFT),
+			e2e:    float64(r.E2E),
+			sched:  float64(r.SchedulingDelay),
+			tpot:   r.TPOT(),
+			class:  r.Class,
+			tenant: r.Tenant,
+			flags:  f,
 		})
 	}
-	if r.Class >= 0 {
-		for int(r.Class) >= len(c.classReq) {
-			c.classReq = append(c.classReq, 0)
-		}
-		c.classReq[r.Class]++
-	}
+	rejected := r.Status == StatusRejected
+	countAt(&c.classReq, &c.classRej, r.Class, rejected)
+	countAt(&c.tenantReq, &c.tenantRej, r.Tenant, rejected)
 	if c.keepRows {
 		c.rows = append(c.rows, *r)
+	}
+}
+
+// countAt counts a request of index i (< 0: none) in req, and in rej when rejected, growing
+// both to cover i.
+func countAt(req, rej *[]int64, i int32, rejected bool) {
+	if i < 0 {
+		return
+	}
+	for int(i) >= len(*req) {
+		*req = append(*req, 0)
+		*rej = append(*rej, 0)
+	}
+	(*req)[i]++
+	if rejected {
+		(*rej)[i]++
 	}
 }
 

@@ -24,7 +24,14 @@ import (
 // carries more statistics (see ClassOutput).
 //
 // Extensions (not in BLIS), after the BLIS fields: rejected_requests (admission rejections,
-// omitted when 0) and the medians e2e_p50_ms, ttft_p50_ms, itl_p50_ms.
+// omitted when 0), the medians e2e_p50_ms, ttft_p50_ms, itl_p50_ms, and, when requests of two
+// or more tenants were recorded, per_tenant (the per_class statistics grouped by tenant, with
+// attainment against each request's class targets) and jain_fairness_index.
+//
+// Jain's fairness index is J = (Σ xᵢ)² / (n · Σ xᵢ²) over the n tenants with requests, where xᵢ
+// is tenant i's completed requests over its requests (its throughput relative to its demand):
+// 1 when every tenant is served in proportion to what it asked for, 1/n when one tenant gets
+// everything. It is omitted when no request completed.
 type Output struct {
 	// InstanceID names the instance, or "cluster" for the aggregate block.
 	InstanceID string `json:"instance_id"`
@@ -89,6 +96,11 @@ type Output struct {
 	E2EP50Ms  float64 `json:"e2e_p50_ms"`
 	TTFTP50Ms float64 `json:"ttft_p50_ms"`
 	ITLP50Ms  float64 `json:"itl_p50_ms"`
+	// PerTenant (extension) holds per-tenant statistics keyed by tenant name ("default" for an
+	// empty name), with two or more tenants.
+	PerTenant map[string]*ClassOutput `json:"per_tenant,omitempty"`
+	// JainFairnessIndex (extension) is Jain's index over the tenants' served fractions.
+	JainFairnessIndex *float64 `json:"jain_fairness_index,omitempty"`
 }
 
 // RequestRow is one per-request row of the output file, BLIS's RequestMetrics. Requests that did
@@ -141,6 +153,8 @@ type ClassOutput struct {
 	Count int64 `json:"count"`
 	// Completed counts the class's completed requests; latency statistics are over them.
 	Completed int64 `json:"completed"`
+	// Rejected (extension) counts the class's admission rejections (omitted when 0).
+	Rejected int64 `json:"rejected,omitempty"`
 	// SLOAttainment is requests meeting every target / Count (only with targets).
 	SLOAttainment *float64 `json:"slo_attainment,omitempty"`
 	// GoodputRPS is requests meeting every target per second (only with targets).
@@ -296,29 +310,14 @@ func build(id string, cols []*Collector, itl *WeightedSamples, dur float64, name
 	if classes == 0 {
 		return o
 	}
-	reqs := make([]int64, classes)
+	reqs, rejs := make([]int64, classes), make([]int64, classes)
 	for _, c := range cols {
 		for k, v := range c.classReq {
 			reqs[k] += v
+			rejs[k] += c.classRej[k]
 		}
 	}
-	start := make([]int, classes+1)
-	for i := range samples {
-		if k := samples[i].class; samples[i].has(fCompleted) && k >= 0 && int(k) < classes {
-			start[k+1]++
-		}
-	}
-	for k := range classes {
-		start[k+1] += start[k]
-	}
-	grouped := make([]sample, start[classes])
-	next := slices.Clone(start[:classes])
-	for i := range samples {
-		if k := samples[i].class; samples[i].has(fCompleted) && k >= 0 && int(k) < classes {
-			grouped[next[k]] = samples[i]
-			next[k]++
-		}
-	}
+	grouped, start := group(samples, classes, func(s *sample) int32 { return s.class })
 	o.PerClass = make(map[string]*ClassOutput)
 	var good, gatedReqs int64
 	anyGated := false
@@ -328,13 +327,8 @@ func build(id string, cols []*Collector, itl *WeightedSamples, dur float64, name
 			continue
 		}
 		cs := grouped[start[k]:start[k+1]]
-		co := &ClassOutput{Count: reqs[k], Completed: int64(len(cs))}
-		d.fill(cs, func(s *sample) (float64, bool) { return s.ttft, true })
-		co.TTFTMeanMs, co.TTFTP50Ms, co.TTFTP90Ms, co.TTFTP95Ms, co.TTFTP99Ms = d.ms()
-		d.fill(cs, func(s *sample) (float64, bool) { return s.e2e, true })
-		co.E2EMeanMs, co.E2EP50Ms, co.E2EP90Ms, co.E2EP95Ms, co.E2EP99Ms = d.ms()
-		d.fill(cs, func(s *sample) (float64, bool) { return s.tpot, s.has(fTPOT) })
-		co.ITLMeanMs, co.ITLP50Ms, co.ITLP90Ms, co.ITLP95Ms, co.ITLP99Ms = d.ms()
+		co := &ClassOutput{Count: reqs[k], Completed: int64(len(cs)), Rejected: rejs[k]}
+		d.latencies(co, cs)
 		if k < len(targets) && targets[k].gated() {
 			anyGated = true
 			g := attain(co, cs, targets[k], dur)
@@ -351,7 +345,111 @@ func build(id string, cols []*Collector, itl *WeightedSamples, dur float64, name
 		o.GoodputRPS = ptr(ratio(float64(good), dur))
 		o.SLOAttainment = ptr(ratio(float64(good), float64(gatedReqs)))
 	}
+	perTenant(&o, cols, samples, names, targets, anyGated, dur)
 	return o
+}
+
+// group groups the completed samples by key (indexes in [0, n); others are left out) with a
+// stable counting sort: group k is grouped[start[k]:start[k+1]].
+func group(samples []sample, n int, key func(*sample) int32) (grouped []sample, start []int) {
+	start = make([]int, n+1)
+	for i := range samples {
+		if k := key(&samples[i]); samples[i].has(fCompleted) && k >= 0 && int(k) < n {
+			start[k+1]++
+		}
+	}
+	for k := range n {
+		start[k+1] += start[k]
+	}
+	grouped = make([]sample, start[n])
+	next := slices.Clone(start[:n])
+	for i := range samples {
+		if k := key(&samples[i]); samples[i].has(fCompleted) && k >= 0 && int(k) < n {
+			grouped[next[k]] = samples[i]
+			next[k]++
+		}
+	}
+	return grouped, start
+}
+
+// latencies fills co's TTFT, E2E and TPOT statistics from the group's completed samples.
+func (d *dist) latencies(co *ClassOutput, cs []sample) {
+	d.fill(cs, func(s *sample) (float64, bool) { return s.ttft, true })
+	co.TTFTMeanMs, co.TTFTP50Ms, co.TTFTP90Ms, co.TTFTP95Ms, co.TTFTP99Ms = d.ms()
+	d.fill(cs, func(s *sample) (float64, bool) { return s.e2e, true })
+	co.E2EMeanMs, co.E2EP50Ms, co.E2EP90Ms, co.E2EP95Ms, co.E2EP99Ms = d.ms()
+	d.fill(cs, func(s *sample) (float64, bool) { return s.tpot, s.has(fTPOT) })
+	co.ITLMeanMs, co.ITLP50Ms, co.ITLP90Ms, co.ITLP95Ms, co.ITLP99Ms = d.ms()
+}
+
+// perTenant fills per_tenant and jain_fairness_index when two or more tenants have requests.
+func perTenant(o *Output, cols []*Collector, samples []sample, names *workload.Tables, targets []SLOTarget, gated bool, dur float64) {
+	var tenants int
+	for _, c := range cols {
+		tenants = max(tenants, len(c.tenantReq))
+	}
+	reqs, rejs := make([]int64, tenants), make([]int64, tenants)
+	for _, c := range cols {
+		for k, v := range c.tenantReq {
+			reqs[k] += v
+			rejs[k] += c.tenantRej[k]
+		}
+	}
+	var with int
+	for _, n := range reqs {
+		if n > 0 {
+			with++
+		}
+	}
+	if with < 2 {
+		return
+	}
+	grouped, start := group(samples, tenants, func(s *sample) int32 { return s.tenant })
+	o.PerTenant = make(map[string]*ClassOutput, with)
+	var d dist
+	var sum, sumSq float64
+	for k := range tenants {
+		if reqs[k] == 0 {
+			continue
+		}
+		cs := grouped[start[k]:start[k+1]]
+		co := &ClassOutput{Count: reqs[k], Completed: int64(len(cs)), Rejected: rejs[k]}
+		d.latencies(co, cs)
+		if gated {
+			var good int64
+			for i := range cs {
+				if c := cs[i].class; c >= 0 && int(c) < len(targets) && meets(&cs[i], targets[c]) {
+					good++
+				}
+			}
+			co.SLOAttainment = ptr(ratio(float64(good), float64(co.Count)))
+			co.GoodputRPS = ptr(ratio(float64(good), dur))
+		}
+		x := float64(co.Completed) / float64(co.Count)
+		sum += x
+		sumSq += x * x
+		name := "default"
+		if names != nil && k < len(names.Tenants) && names.Tenants[k] != "" {
+			name = names.Tenants[k]
+		} else if names == nil || k >= len(names.Tenants) {
+			name = "tenant_" + strconv.Itoa(k)
+		}
+		if _, dup := o.PerTenant[name]; dup {
+			name += "#" + strconv.Itoa(k)
+		}
+		o.PerTenant[name] = co
+	}
+	if sumSq > 0 {
+		o.JainFairnessIndex = ptr(sum * sum / (float64(with) * sumSq))
+	}
+}
+
+// meets reports whether a completed sample meets every gated target of t (an ungated target is
+// met).
+func meets(s *sample, t SLOTarget) bool {
+	return (t.TTFT <= 0 || s.ttft <= float64(t.TTFT)) &&
+		(t.ITL <= 0 || !s.has(fTPOT) || s.tpot <= float64(t.ITL)) &&
+		(t.E2E <= 0 || s.e2e <= float64(t.E2E))
 }
 
 // attain fills the class's attainment fields and returns how many requests met every target.

@@ -290,3 +290,45 @@ func TestFieldOrderMatchesBLIS(t *testing.T) {
 		last = i
 	}
 }
+
+// Per-tenant rows and Jain's index over the tenants' served fractions: tenant a gets 2 of 2
+// requests served, tenant b 1 of 4 (two rejected, one timed out), so J = (1 + 1/4)² / (2 · (1 +
+// 1/16)) = 0.7353; one tenant alone has neither.
+func TestPerTenantAndJain(t *testing.T) {
+	names := &workload.Tables{Tenants: []string{"a", "b"}, SLOClasses: []string{"standard"}}
+	inst := NewCollector("instance_0", false)
+	gw := NewCollector("gateway", false)
+	done := func(id uint64, tenant int32, ttft int64) {
+		inst.Completed(&RequestRecord{ID: id, Tenant: tenant, TTFT: ttft, E2E: ttft + 1000, OutputTokens: 2, ITLSum: 1000, InputTokens: 10})
+	}
+	done(1, 0, 1000)
+	done(2, 0, 3000)
+	done(3, 1, 9000)
+	inst.Record(&RequestRecord{ID: 4, Tenant: 1, Status: StatusTimedOut, InputTokens: 10})
+	gw.Record(&RequestRecord{ID: 5, Tenant: 1, Status: StatusRejected, InputTokens: 10})
+	gw.Record(&RequestRecord{ID: 6, Tenant: 1, Status: StatusRejected, InputTokens: 10})
+	rep := Finalize([]*Collector{inst}, 2_000_000, names, Options{Gateway: gw, Targets: []SLOTarget{{TTFT: 2000}}})
+	c := rep.Cluster
+	a, b := c.PerTenant["a"], c.PerTenant["b"]
+	if a == nil || b == nil || len(c.PerTenant) != 2 {
+		t.Fatalf("per_tenant %v", c.PerTenant)
+	}
+	if a.Count != 2 || a.Completed != 2 || a.Rejected != 0 || b.Count != 4 || b.Completed != 1 || b.Rejected != 2 {
+		t.Errorf("tenant rows a %+v b %+v", a, b)
+	}
+	checkF(t, "a ttft_mean", a.TTFTMeanMs, 2)
+	checkF(t, "a attainment", *a.SLOAttainment, 0.5)
+	checkF(t, "b attainment", *b.SLOAttainment, 0)
+	if c.JainFairnessIndex == nil {
+		t.Fatal("no jain index")
+	}
+	checkF(t, "jain", *c.JainFairnessIndex, 1.5625/2.125)
+	if std := c.PerClass["standard"]; std.Rejected != 2 || std.Count != 6 {
+		t.Errorf("per-class rejected %d of %d", std.Rejected, std.Count)
+	}
+	solo := NewCollector("instance_0", false)
+	solo.Completed(&RequestRecord{ID: 1, TTFT: 1000, E2E: 2000, OutputTokens: 1, InputTokens: 10})
+	if o := Finalize([]*Collector{solo}, 1_000_000, names, Options{}).Cluster; o.JainFairnessIndex != nil || o.PerTenant != nil {
+		t.Errorf("one tenant: per_tenant %v", o.PerTenant)
+	}
+}
