@@ -29,9 +29,9 @@ type Sources struct {
 	BlackboxCoefficientsPath string `json:"blackboxCoefficientsPath,omitempty"`
 }
 
-// ModelEntry is one model the catalog knows: a BLIS model id from defaults.yaml, a config
+// Entry is one model the catalog knows: a BLIS model id from defaults.yaml, a config
 // folder, or both.
-type ModelEntry struct {
+type Entry struct {
 	// ID is the BLIS model id (lower case, e.g. "meta-llama/llama-3.1-8b-instruct"); empty for
 	// a config folder with no defaults entry.
 	ID string
@@ -47,7 +47,7 @@ type ModelEntry struct {
 }
 
 // Name is the entry's preferred name: its id, else its folder.
-func (e ModelEntry) Name() string {
+func (e Entry) Name() string {
 	if e.ID != "" {
 		return e.ID
 	}
@@ -58,14 +58,14 @@ func (e ModelEntry) Name() string {
 // and safe for concurrent use.
 type Catalog struct {
 	hardware       *HardwareCatalog
-	defaults       map[string]ModelDefaults // lower-case id → defaults
-	blackboxDefs   map[string]ModelDefaults // lower-case id → defaults of the blackbox file
+	defaults       map[string]Defaults // lower-case id → defaults
+	blackboxDefs   map[string]Defaults // lower-case id → defaults of the blackbox file
 	rows           []BlackboxRow
 	trainedPhysics *Coefficients
 	configs        map[string][]byte // lower-case folder → config.json bytes
 	single         []byte            // config.json of a single-model --model-config-folder
 	singlePath     string
-	entries        []ModelEntry
+	entries        []Entry
 }
 
 var (
@@ -131,8 +131,8 @@ func LoadCatalog(src Sources) (*Catalog, error) {
 	return c, nil
 }
 
-func lowerKeys(m map[string]ModelDefaults) map[string]ModelDefaults {
-	out := make(map[string]ModelDefaults, len(m))
+func lowerKeys(m map[string]Defaults) map[string]Defaults {
+	out := make(map[string]Defaults, len(m))
 	for k, v := range m {
 		out[strings.ToLower(k)] = v
 	}
@@ -180,7 +180,7 @@ func (c *Catalog) loadConfigs(dir string) error {
 
 // folderFor finds the config folder of a BLIS id: the id's last path segment, else the
 // last segment of its Hugging Face repository.
-func (c *Catalog) folderFor(id string, d ModelDefaults) string {
+func (c *Catalog) folderFor(id string, d Defaults) string {
 	for _, cand := range []string{id, d.HFRepo} {
 		if cand == "" {
 			continue
@@ -198,18 +198,18 @@ func (c *Catalog) buildEntries() {
 	for id, d := range c.defaults {
 		f := c.folderFor(id, d)
 		used[f] = f != ""
-		c.entries = append(c.entries, ModelEntry{ID: id, Folder: f, HFRepo: d.HFRepo, DefaultGPU: d.GPU, DefaultTP: d.TensorParallelism})
+		c.entries = append(c.entries, Entry{ID: id, Folder: f, HFRepo: d.HFRepo, DefaultGPU: d.GPU, DefaultTP: d.TensorParallelism})
 	}
 	for f := range c.configs {
 		if !used[f] {
-			c.entries = append(c.entries, ModelEntry{Folder: f})
+			c.entries = append(c.entries, Entry{Folder: f})
 		}
 	}
 	sort.Slice(c.entries, func(i, j int) bool { return c.entries[i].Name() < c.entries[j].Name() })
 }
 
 // Models lists the catalog's models sorted by name.
-func (c *Catalog) Models() []ModelEntry { return append([]ModelEntry(nil), c.entries...) }
+func (c *Catalog) Models() []Entry { return append([]Entry(nil), c.entries...) }
 
 // Hardware returns the GPU catalog.
 func (c *Catalog) Hardware() *HardwareCatalog { return c.hardware }
@@ -228,7 +228,7 @@ func (c *Catalog) TrainedPhysicsCoefficients() (Coefficients, error) {
 // LookupModel finds a model by BLIS id ("meta-llama/llama-3.1-8b-instruct"), config folder
 // ("llama-3.1-8b-instruct") or Hugging Face repository, case-insensitively. An unknown name is
 // an error listing the known models.
-func (c *Catalog) LookupModel(name string) (ModelEntry, error) {
+func (c *Catalog) LookupModel(name string) (Entry, error) {
 	key := strings.ToLower(strings.TrimSpace(name))
 	for _, e := range c.entries {
 		if key != "" && (key == e.ID || key == e.Folder || key == strings.ToLower(e.HFRepo)) {
@@ -237,9 +237,9 @@ func (c *Catalog) LookupModel(name string) (ModelEntry, error) {
 	}
 	if c.single != nil {
 		// A single-model config folder serves whatever name the user gives it.
-		return ModelEntry{ID: key, Folder: filepath.Base(filepath.Dir(c.singlePath))}, nil
+		return Entry{ID: key, Folder: filepath.Base(filepath.Dir(c.singlePath))}, nil
 	}
-	return ModelEntry{}, fmt.Errorf("model %q is not known (known: %s)", name, strings.Join(c.modelNames(), ", "))
+	return Entry{}, fmt.Errorf("model %q is not known (known: %s)", name, strings.Join(c.modelNames(), ", "))
 }
 
 func (c *Catalog) modelNames() []string {
@@ -255,7 +255,7 @@ func (c *Catalog) modelNames() []string {
 }
 
 // ModelConfig returns the validated architecture of a catalog model.
-func (c *Catalog) ModelConfig(e ModelEntry) (*HFModelConfig, error) {
+func (c *Catalog) ModelConfig(e Entry) (*HFModelConfig, error) {
 	var data []byte
 	var src string
 	switch {
@@ -264,7 +264,7 @@ func (c *Catalog) ModelConfig(e ModelEntry) (*HFModelConfig, error) {
 	case e.Folder != "":
 		data, src = c.configs[e.Folder], e.Folder+"/config.json"
 	default:
-		var have []string
+		have := make([]string, 0, len(c.configs))
 		for f := range c.configs {
 			have = append(have, f)
 		}
@@ -350,7 +350,7 @@ func (c *Catalog) canonicalGPU(name string) string {
 		n = h.Name
 	}
 	if strings.EqualFold(n, "A100-SXM") {
-		return "A100-80"
+		return gpuA100
 	}
 	return n
 }

@@ -7,8 +7,8 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// ModelDefaults is one entry of the `defaults:` section of BLIS's defaults.yaml.
-type ModelDefaults struct {
+// Defaults is one entry of the `defaults:` section of BLIS's defaults.yaml.
+type Defaults struct {
 	// GPU is the default GPU of the model.
 	GPU string `json:"GPU"`
 	// TensorParallelism is the default TP degree.
@@ -50,7 +50,7 @@ type BlackboxRow struct {
 // (workloads, lora, kv_offload_devices) are ignored.
 type DefaultsFile struct {
 	// Defaults maps a model id to its default GPU, TP, vLLM version and repository.
-	Defaults map[string]ModelDefaults `json:"defaults"`
+	Defaults map[string]Defaults `json:"defaults"`
 	// TrainedPhysics are the global trained-physics coefficients.
 	TrainedPhysics *Coefficients `json:"trained_physics_coefficients"`
 	// Models are the blackbox rows (present in defaults.yaml up to b563c440).

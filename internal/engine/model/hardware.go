@@ -52,6 +52,14 @@ func (h *Hardware) Validate() error {
 	return nil
 }
 
+// Names hardware_config.json uses for the GPUs the catalog most often refers to.
+const (
+	// gpuH100 is the NVIDIA H100 (SXM, 80 GB), the default GPU.
+	gpuH100 = "H100"
+	// gpuA100 is the NVIDIA A100 (SXM, 80 GB).
+	gpuA100 = "A100-80"
+)
+
 // HardwareCatalog is a set of GPUs by name.
 type HardwareCatalog struct {
 	byKey map[string]Hardware // lower-cased name → spec
@@ -60,17 +68,17 @@ type HardwareCatalog struct {
 
 // hardwareAliases maps common spellings to the names hardware_config.json uses.
 var hardwareAliases = map[string]string{
-	"h100-sxm":      "H100",
-	"h100-80":       "H100",
-	"h100-80gb":     "H100",
-	"nvidia-h100":   "H100",
-	"a100":          "A100-80",
-	"a100-80gb":     "A100-80",
-	"a100-sxm4-80":  "A100-80",
-	"nvidia-a100":   "A100-80",
+	"h100-sxm":      gpuH100,
+	"h100-80":       gpuH100,
+	"h100-80gb":     gpuH100,
+	"nvidia-h100":   gpuH100,
+	"a100":          gpuA100,
+	"a100-80gb":     gpuA100,
+	"a100-sxm4-80":  gpuA100,
+	"nvidia-a100":   gpuA100,
 	"l40s-48":       "L40S",
 	"nvidia-l40s":   "L40S",
-	"a100-sxm4-80g": "A100-80",
+	"a100-sxm4-80g": gpuA100,
 }
 
 // ParseHardwareConfig parses BLIS's hardware_config.json (an object of GPU name → figures;

@@ -136,197 +136,251 @@ func ParseHFConfig(data []byte) (*HFModelConfig, error) {
 	if root == nil {
 		return nil, errors.New("config.json: top level must be a JSON object")
 	}
-	top := jsonObject(root)
-	// Multimodal configs (Llama-4, Mistral-3) keep the language model in text_config; the
-	// fields the simulator needs are read there first, then at the top level.
-	text := top
-	if tc, ok := root["text_config"].(map[string]any); ok {
-		text = jsonObject(tc)
-	}
-	get := func(keys ...string) (any, bool) {
-		for _, o := range []jsonObject{text, top} {
-			for _, k := range keys {
-				if v, ok := o[k]; ok && v != nil {
-					return v, true
-				}
-			}
-		}
-		return nil, false
-	}
-	var perr []string
-	intOf := func(keys ...string) int {
-		v, ok := get(keys...)
-		if !ok {
-			return 0
-		}
-		n, err := toInt(v)
-		if err != nil {
-			perr = append(perr, fmt.Sprintf("%s: %v", keys[0], err))
-		}
-		return int(n)
-	}
-	strOf := func(keys ...string) string {
-		v, ok := get(keys...)
-		if !ok {
-			return ""
-		}
-		s, _ := v.(string)
-		return s
-	}
+	r := newHFReader(root)
 
 	c := &HFModelConfig{
 		Raw:               root,
-		ModelType:         strOf("model_type"),
-		NumLayers:         intOf("num_hidden_layers", "n_layer", "num_layers"),
-		HiddenSize:        intOf("hidden_size", "n_embd", "d_model"),
-		IntermediateSize:  intOf("intermediate_size", "ffn_dim", "n_inner"),
-		NumAttentionHeads: intOf("num_attention_heads", "n_head"),
-		NumKVHeads:        intOf("num_key_value_heads", "num_kv_heads"),
-		ExplicitHeadDim:   intOf("head_dim"),
-		VocabSize:         intOf("vocab_size"),
-		HiddenAct:         strOf("hidden_act", "hidden_activation"),
-		TorchDtype:        strOf("torch_dtype", "dtype"),
+		ModelType:         r.strOf("model_type"),
+		NumLayers:         r.intOf("num_hidden_layers", "n_layer", "num_layers"),
+		HiddenSize:        r.intOf("hidden_size", "n_embd", "d_model"),
+		IntermediateSize:  r.intOf("intermediate_size", "ffn_dim", "n_inner"),
+		NumAttentionHeads: r.intOf("num_attention_heads", "n_head"),
+		NumKVHeads:        r.intOf("num_key_value_heads", "num_kv_heads"),
+		ExplicitHeadDim:   r.intOf("head_dim"),
+		VocabSize:         r.intOf("vocab_size"),
+		HiddenAct:         r.strOf("hidden_act", "hidden_activation"),
+		TorchDtype:        r.strOf("torch_dtype", "dtype"),
 	}
-	if mt, ok := top["model_type"].(string); ok {
+	if mt, ok := r.top["model_type"].(string); ok {
 		c.ModelType = mt
 	}
-	if a, ok := top["architectures"].([]any); ok {
+	if a, ok := r.top["architectures"].([]any); ok {
 		for _, x := range a {
 			if s, ok := x.(string); ok {
 				c.Architectures = append(c.Architectures, s)
 			}
 		}
 	}
-	c.MaxPositionEmbeddings = int64(intOf("max_position_embeddings", "n_positions", "max_seq_len", "seq_length"))
+	c.MaxPositionEmbeddings = int64(r.intOf("max_position_embeddings", "n_positions", "max_seq_len", "seq_length"))
 	if c.NumKVHeads == 0 {
 		c.NumKVHeads = c.NumAttentionHeads
 	}
-	if v, ok := get("tie_word_embeddings"); ok {
+	if v, ok := r.get("tie_word_embeddings"); ok {
 		b, isBool := v.(bool)
 		if !isBool {
-			perr = append(perr, "tie_word_embeddings: must be a boolean")
+			r.fail("tie_word_embeddings: must be a boolean")
 		}
 		c.TieWordEmbeddings = b
 	}
-	if v, ok := get("rope_scaling"); ok {
-		if m, isObj := v.(map[string]any); isObj {
-			rs := &RopeScaling{}
-			o := jsonObject(m)
-			if s, ok := o["rope_type"].(string); ok {
-				rs.Type = s
-			} else if s, ok := o["type"].(string); ok {
-				rs.Type = s
+	c.RopeScaling = r.ropeScaling()
+	r.precision(c)
+	c.MLA = r.mla()
+	c.MoE = r.moe(c)
+
+	if len(r.perr) > 0 {
+		sort.Strings(r.perr)
+		return nil, fmt.Errorf("config.json: %s", strings.Join(r.perr, "; "))
+	}
+	return c, nil
+}
+
+// hfReader reads the fields of a config.json and collects the problems it finds.
+type hfReader struct {
+	// top is the whole document.
+	top jsonObject
+	// text is text_config when present, else top: multimodal configs (Llama-4, Mistral-3) keep
+	// the language model there, so the fields the simulator needs are read there first, then
+	// at the top level.
+	text jsonObject
+	// perr are the problems found so far, one message each.
+	perr []string
+}
+
+func newHFReader(root map[string]any) *hfReader {
+	r := &hfReader{top: jsonObject(root)}
+	r.text = r.top
+	if tc, ok := root["text_config"].(map[string]any); ok {
+		r.text = jsonObject(tc)
+	}
+	return r
+}
+
+// fail records a problem.
+func (r *hfReader) fail(msg string) {
+	r.perr = append(r.perr, msg)
+}
+
+// get returns the first non-null value of keys, looking in text_config before the top level.
+func (r *hfReader) get(keys ...string) (any, bool) {
+	for _, o := range []jsonObject{r.text, r.top} {
+		for _, k := range keys {
+			if v, ok := o[k]; ok && v != nil {
+				return v, true
 			}
-			if f, ok := o["factor"]; ok && f != nil {
-				x, err := toFloat(f)
-				if err != nil {
-					perr = append(perr, fmt.Sprintf("rope_scaling.factor: %v", err))
-				}
-				rs.Factor = x
-			}
-			if f, ok := o["original_max_position_embeddings"]; ok && f != nil {
-				x, err := toInt(f)
-				if err != nil {
-					perr = append(perr, fmt.Sprintf("rope_scaling.original_max_position_embeddings: %v", err))
-				}
-				rs.OriginalMaxPositionEmbeddings = x
-			}
-			c.RopeScaling = rs
 		}
 	}
+	return nil, false
+}
 
+// intOf returns the integer at the first of keys present, 0 when none is; a value that is not
+// an integer is a problem named after keys[0].
+func (r *hfReader) intOf(keys ...string) int {
+	v, ok := r.get(keys...)
+	if !ok {
+		return 0
+	}
+	n, err := toInt(v)
+	if err != nil {
+		r.fail(fmt.Sprintf("%s: %v", keys[0], err))
+	}
+	return int(n)
+}
+
+// strOf returns the string at the first of keys present, "" when none is or it is not a string.
+func (r *hfReader) strOf(keys ...string) string {
+	v, ok := r.get(keys...)
+	if !ok {
+		return ""
+	}
+	s, _ := v.(string)
+	return s
+}
+
+// intList returns the integers of the array at key, nil when key is absent or not an array.
+func (r *hfReader) intList(key string) []int {
+	v, ok := r.get(key)
+	if !ok {
+		return nil
+	}
+	arr, isArr := v.([]any)
+	if !isArr {
+		return nil
+	}
+	var out []int
+	for _, x := range arr {
+		n, err := toInt(x)
+		if err != nil {
+			r.fail(fmt.Sprintf("%s: %v", key, err))
+		}
+		out = append(out, int(n))
+	}
+	return out
+}
+
+// ropeScaling reads rope_scaling, nil when it is absent or not an object.
+func (r *hfReader) ropeScaling() *RopeScaling {
+	v, ok := r.get("rope_scaling")
+	if !ok {
+		return nil
+	}
+	m, isObj := v.(map[string]any)
+	if !isObj {
+		return nil
+	}
+	rs := &RopeScaling{}
+	o := jsonObject(m)
+	if s, ok := o["rope_type"].(string); ok {
+		rs.Type = s
+	} else if s, ok := o["type"].(string); ok {
+		rs.Type = s
+	}
+	if f, ok := o["factor"]; ok && f != nil {
+		x, err := toFloat(f)
+		if err != nil {
+			r.fail(fmt.Sprintf("rope_scaling.factor: %v", err))
+		}
+		rs.Factor = x
+	}
+	if f, ok := o["original_max_position_embeddings"]; ok && f != nil {
+		x, err := toInt(f)
+		if err != nil {
+			r.fail(fmt.Sprintf("rope_scaling.original_max_position_embeddings: %v", err))
+		}
+		rs.OriginalMaxPositionEmbeddings = x
+	}
+	return rs
+}
+
+// precision sets the bytes per parameter from c.TorchDtype and the weight bytes per parameter
+// and quantization scheme from quantization_config.
+func (r *hfReader) precision(c *HFModelConfig) {
 	bpp, err := dtypeBytes(c.TorchDtype)
 	if err != nil {
-		perr = append(perr, err.Error())
+		r.fail(err.Error())
 	}
 	c.BytesPerParam = bpp
 	c.WeightBytesPerParam = float64(bpp)
-	if q, ok := get("quantization_config"); ok {
-		qm, isObj := q.(map[string]any)
-		if !isObj {
-			perr = append(perr, "quantization_config: must be an object")
-		} else {
-			name, wbpp, err := quantWeightBytes(jsonObject(qm))
-			if err != nil {
-				perr = append(perr, err.Error())
-			} else {
-				c.Quantization = name
-				c.WeightBytesPerParam = wbpp
-			}
-		}
+	q, ok := r.get("quantization_config")
+	if !ok {
+		return
 	}
+	qm, isObj := q.(map[string]any)
+	if !isObj {
+		r.fail("quantization_config: must be an object")
+		return
+	}
+	name, wbpp, err := quantWeightBytes(jsonObject(qm))
+	if err != nil {
+		r.fail(err.Error())
+		return
+	}
+	c.Quantization = name
+	c.WeightBytesPerParam = wbpp
+}
 
-	if kvr := intOf("kv_lora_rank"); kvr > 0 {
-		c.MLA = &MLAConfig{
-			KVLoraRank:    kvr,
-			QLoraRank:     intOf("q_lora_rank"),
-			QKNopeHeadDim: intOf("qk_nope_head_dim"),
-			QKRopeHeadDim: intOf("qk_rope_head_dim"),
-			VHeadDim:      intOf("v_head_dim"),
-		}
+// mla reads multi-head latent attention, nil unless kv_lora_rank is positive.
+func (r *hfReader) mla() *MLAConfig {
+	kvr := r.intOf("kv_lora_rank")
+	if kvr <= 0 {
+		return nil
 	}
+	return &MLAConfig{
+		KVLoraRank:    kvr,
+		QLoraRank:     r.intOf("q_lora_rank"),
+		QKNopeHeadDim: r.intOf("qk_nope_head_dim"),
+		QKRopeHeadDim: r.intOf("qk_rope_head_dim"),
+		VHeadDim:      r.intOf("v_head_dim"),
+	}
+}
 
-	experts := intOf("num_local_experts", "num_experts", "n_routed_experts")
-	if experts > 1 {
-		m := &MoEConfig{
-			NumLocalExperts:        experts,
-			NumExpertsPerTok:       intOf("num_experts_per_tok"),
-			ExpertIntermediateSize: intOf("moe_intermediate_size"),
-			FirstKDenseReplace:     intOf("first_k_dense_replace"),
-			InterleaveStep:         intOf("interleave_moe_layer_step"),
-		}
-		if m.ExpertIntermediateSize == 0 {
-			m.ExpertIntermediateSize = c.IntermediateSize
-		}
-		_, m.Interleaved = get("interleave_moe_layer_step")
-		switch {
-		case intOf("shared_expert_intermediate_size") > 0: // Qwen2-MoE
-			m.NumSharedExperts = 1
-			m.SharedExpertIntermediateSize = intOf("shared_expert_intermediate_size")
-		case intOf("n_shared_experts", "num_shared_experts") > 0: // DeepSeek, GLM
-			m.NumSharedExperts = intOf("n_shared_experts", "num_shared_experts")
-			m.SharedExpertIntermediateSize = m.NumSharedExperts * m.ExpertIntermediateSize
-		case strings.HasPrefix(c.ModelType, "llama4"):
-			// Llama-4 MoE layers carry one shared expert as wide as a routed expert
-			// (Llama4TextMoe.shared_expert); config.json has no field for it.
-			m.NumSharedExperts = 1
-			m.SharedExpertIntermediateSize = m.ExpertIntermediateSize
-		}
-		if strings.HasPrefix(c.ModelType, "llama4") {
-			c.DenseIntermediateSize = intOf("intermediate_size_mlp")
-		}
-		var mlpOnly []int
-		if v, ok := get("mlp_only_layers"); ok {
-			if arr, isArr := v.([]any); isArr {
-				for _, x := range arr {
-					n, err := toInt(x)
-					if err != nil {
-						perr = append(perr, fmt.Sprintf("mlp_only_layers: %v", err))
-					}
-					mlpOnly = append(mlpOnly, int(n))
-				}
-			}
-		}
-		var explicit []int
-		if v, ok := get("moe_layers"); ok {
-			if arr, isArr := v.([]any); isArr {
-				for _, x := range arr {
-					n, err := toInt(x)
-					if err != nil {
-						perr = append(perr, fmt.Sprintf("moe_layers: %v", err))
-					}
-					explicit = append(explicit, int(n))
-				}
-			}
-		}
-		m.NumMoELayers = countMoELayers(c.NumLayers, m, intOf("moe_layer_freq"), intOf("decoder_sparse_step"), mlpOnly, explicit)
-		c.MoE = m
+// moe reads the mixture-of-experts layout, nil unless the model has more than one expert. It
+// sets c.DenseIntermediateSize for Llama-4, whose dense layers have their own width.
+func (r *hfReader) moe(c *HFModelConfig) *MoEConfig {
+	experts := r.intOf("num_local_experts", "num_experts", "n_routed_experts")
+	if experts <= 1 {
+		return nil
 	}
-	if len(perr) > 0 {
-		sort.Strings(perr)
-		return nil, fmt.Errorf("config.json: %s", strings.Join(perr, "; "))
+	m := &MoEConfig{
+		NumLocalExperts:        experts,
+		NumExpertsPerTok:       r.intOf("num_experts_per_tok"),
+		ExpertIntermediateSize: r.intOf("moe_intermediate_size"),
+		FirstKDenseReplace:     r.intOf("first_k_dense_replace"),
+		InterleaveStep:         r.intOf("interleave_moe_layer_step"),
 	}
-	return c, nil
+	if m.ExpertIntermediateSize == 0 {
+		m.ExpertIntermediateSize = c.IntermediateSize
+	}
+	_, m.Interleaved = r.get("interleave_moe_layer_step")
+	switch {
+	case r.intOf("shared_expert_intermediate_size") > 0: // Qwen2-MoE
+		m.NumSharedExperts = 1
+		m.SharedExpertIntermediateSize = r.intOf("shared_expert_intermediate_size")
+	case r.intOf("n_shared_experts", "num_shared_experts") > 0: // DeepSeek, GLM
+		m.NumSharedExperts = r.intOf("n_shared_experts", "num_shared_experts")
+		m.SharedExpertIntermediateSize = m.NumSharedExperts * m.ExpertIntermediateSize
+	case strings.HasPrefix(c.ModelType, "llama4"):
+		// Llama-4 MoE layers carry one shared expert as wide as a routed expert
+		// (Llama4TextMoe.shared_expert); config.json has no field for it.
+		m.NumSharedExperts = 1
+		m.SharedExpertIntermediateSize = m.ExpertIntermediateSize
+	}
+	if strings.HasPrefix(c.ModelType, "llama4") {
+		c.DenseIntermediateSize = r.intOf("intermediate_size_mlp")
+	}
+	mlpOnly := r.intList("mlp_only_layers")
+	explicit := r.intList("moe_layers")
+	m.NumMoELayers = countMoELayers(c.NumLayers, m, r.intOf("moe_layer_freq"), r.intOf("decoder_sparse_step"), mlpOnly, explicit)
+	return m
 }
 
 // countMoELayers applies each family's layer-placement rule (as the Hugging Face modeling code

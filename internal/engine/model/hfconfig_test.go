@@ -154,7 +154,7 @@ func TestSeedScenarios(t *testing.T) {
 	if moe.KVCacheBytesPerToken() != dense.KVCacheBytesPerToken() {
 		t.Fatalf("MoE KV %d != dense KV %d", moe.KVCacheBytesPerToken(), dense.KVCacheBytesPerToken())
 	}
-	if !(moe.ActiveParametersPerToken() < moe.TotalParameters()) {
+	if moe.ActiveParametersPerToken() >= moe.TotalParameters() {
 		t.Fatalf("active %d not < total %d", moe.ActiveParametersPerToken(), moe.TotalParameters())
 	}
 	bad := syntheticDense()

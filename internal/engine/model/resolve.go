@@ -132,7 +132,7 @@ func Resolve(spec InstanceSpec) (*Resolved, error) {
 // coefficients (explicit, the trained-physics defaults, or the blackbox row). spec.Paths is
 // ignored (the catalog is already loaded).
 func (c *Catalog) Resolve(spec InstanceSpec) (*Resolved, error) {
-	var entry ModelEntry
+	var entry Entry
 	haveEntry := false
 	if spec.Model != "" {
 		e, err := c.LookupModel(spec.Model)
@@ -185,7 +185,7 @@ func (c *Catalog) Resolve(spec InstanceSpec) (*Resolved, error) {
 		gpu = entry.DefaultGPU
 	}
 	if gpu == "" {
-		gpu = "H100"
+		gpu = gpuH100
 	}
 	hw, err := c.hardware.Lookup(gpu)
 	if err != nil {
@@ -293,7 +293,7 @@ func CheckParallelism(m *HFModelConfig, e *VLLMEngineConfig) error {
 	return nil
 }
 
-func (c *Catalog) resolveLatency(spec InstanceSpec, r *Resolved, entry ModelEntry, haveEntry bool) (LatencySpec, error) {
+func (c *Catalog) resolveLatency(spec InstanceSpec, r *Resolved, entry Entry, haveEntry bool) (LatencySpec, error) {
 	kind := strings.ToLower(strings.TrimSpace(spec.LatencyModel))
 	if kind == "" {
 		kind = LatencyTrainedPhysics
