@@ -14,6 +14,9 @@ import (
 // use to keep legacy admission from ever shedding on queue depth.
 const NeverSaturatedQueueDepth = 999999999
 
+// alwaysAdmit is BLIS's default admission policy, which admits every request.
+const alwaysAdmit = "always-admit"
+
 // stagePolicy resolves which representation a stage uses, as the policy package does.
 func stagePolicy(name string, tree *policy.TreeNode, cel, def string) string {
 	switch {
@@ -207,7 +210,7 @@ func (bd *builder) priorityClasses() error {
 func (bd *builder) admission() error {
 	const stage = "admission"
 	a := &bd.b.Admission
-	name := stagePolicy(a.Policy, a.Tree, a.CEL, "always-admit")
+	name := stagePolicy(a.Policy, a.Tree, a.CEL, alwaysAdmit)
 	p := admissionParams(a)
 	if a.LatencyUs > 0 {
 		bd.note(stage, "admission decision latency %d µs is a property of the simulated router, not a setting", a.LatencyUs)
@@ -217,7 +220,7 @@ func (bd *builder) admission() error {
 		return refuse(stage, "a %s admission policy has no llm-d equivalent (llm-d admits by saturation and objective priority only)", name)
 	case "reject-all":
 		return refuse(stage, "reject-all is a pathological baseline")
-	case "always-admit":
+	case alwaysAdmit:
 		if !bd.anyNegativePriority() {
 			return nil
 		}

@@ -125,9 +125,7 @@ func Import(data []byte, objectives ...[]byte) (*Imported, error) {
 	if err := ip.objectives(objectives); err != nil {
 		return nil, err
 	}
-	if err := ip.routing(); err != nil {
-		return nil, err
-	}
+	ip.routing()
 	ip.admission()
 	ip.leftovers()
 	if err := ip.im.Bundle.Validate(); err != nil {
@@ -214,7 +212,7 @@ func getInt(m map[string]any, k string) (int, bool) {
 }
 
 // routing reads the scheduling profile (the decode profile for P/D) into weighted scoring.
-func (ip *importer) routing() error {
+func (ip *importer) routing() {
 	profiles := ip.cfg.SchedulingProfiles
 	if len(profiles) == 0 {
 		auto := llmd.SchedulingProfile{Name: "default"}
@@ -324,7 +322,6 @@ func (ip *importer) routing() error {
 	if picker != "max-score" {
 		b.Routing.Params = policy.Params{"picker": picker}
 	}
-	return nil
 }
 
 // profileKey summarises a profile's scorers, weights and picker, the role filter named by
@@ -495,7 +492,7 @@ func (ip *importer) admission() {
 			ip.used[fc.UsageLimitPolicyPluginRef] = true
 		}
 		ip.markFlowPlugins()
-		b.Admission.Policy = "always-admit"
+		b.Admission.Policy = alwaysAdmit
 		return
 	}
 	negative := false
@@ -508,7 +505,7 @@ func (ip *importer) admission() {
 		if negative {
 			b.Admission.Policy = "gaie-legacy"
 		} else {
-			b.Admission.Policy = "always-admit"
+			b.Admission.Policy = alwaysAdmit
 		}
 		return
 	}
@@ -532,7 +529,7 @@ func (ip *importer) admission() {
 		}
 		if qd >= NeverSaturatedQueueDepth && negative {
 			// The exporter's form of always-admit with sheddable objectives.
-			b.Admission.Policy = "always-admit"
+			b.Admission.Policy = alwaysAdmit
 			ip.unsupported(pluginElem(det), "saturation by KV-cache use alone (kvCacheUtilThreshold %g) is not simulated: nothing is shed", kv)
 			return
 		}
@@ -541,7 +538,7 @@ func (ip *importer) admission() {
 		b.Admission.GAIEKVThreshold = ptr(kv)
 	default:
 		ip.unsupported(pluginElem(det), "saturation detector not simulated; nothing is shed")
-		b.Admission.Policy = "always-admit"
+		b.Admission.Policy = alwaysAdmit
 	}
 }
 

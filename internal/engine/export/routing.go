@@ -178,9 +178,7 @@ func (bd *builder) scorers(specs []policy.ScorerSpec) ([]scorerOut, error) {
 	}
 	for i := range out {
 		if out[i].precise {
-			if err := bd.precisePrefix(&out[i]); err != nil {
-				return nil, err
-			}
+			bd.precisePrefix(&out[i])
 			break
 		}
 	}
@@ -196,7 +194,7 @@ func isZeroParams(v any) bool {
 // precisePrefix wires the precise prefix producer: vLLM's KV events feed an index the
 // prefix-cache-scorer reads. v0.10 and later use the producer plus the notification source;
 // older lines the (since deprecated) precise-prefix-cache-scorer wrapper.
-func (bd *builder) precisePrefix(s *scorerOut) error {
+func (bd *builder) precisePrefix(s *scorerOut) {
 	bd.precise = true
 	tpc := &llmd.TokenProcessorConfig{HashSeed: preciseHashSeed}
 	switch {
@@ -213,7 +211,7 @@ func (bd *builder) precisePrefix(s *scorerOut) error {
 		}
 		s.typ = "precise-prefix-cache-scorer"
 		s.params = &llmd.PrecisePrefixCacheParams{TokenProcessorConfig: tpc}
-		return nil
+		return
 	}
 	bd.note("routing", "the precise producer tokenizes prompts with the auto-created token-producer; configure token-producer (modelName, tokenizer endpoint) for the deployment as llm-d-router's epp-precise-prefix-cache-config.yaml does")
 	bd.addPlugin(preciseProducer, &llmd.PrecisePrefixCacheParams{TokenProcessorConfig: tpc})
@@ -224,7 +222,6 @@ func (bd *builder) precisePrefix(s *scorerOut) error {
 		{PluginRef: "metrics-data-source", Extractors: []llmd.PluginRef{{PluginRef: "core-metrics-extractor"}}},
 		{PluginRef: "endpoint-notification-source", Extractors: []llmd.PluginRef{{PluginRef: preciseProducer}}},
 	}}
-	return nil
 }
 
 // preciseHashSeed is written both as the precise producer's hashSeed and as the model
@@ -455,8 +452,8 @@ func (p *celParser) term() (*linear, error) {
 
 func (p *celParser) factor() (*linear, error) {
 	tok := p.tok
-	switch {
-	case tok == "(":
+	switch tok {
+	case "(":
 		p.next()
 		l, err := p.expr()
 		if err != nil {
@@ -467,7 +464,7 @@ func (p *celParser) factor() (*linear, error) {
 		}
 		p.next()
 		return l, nil
-	case tok == "-":
+	case "-":
 		p.next()
 		l, err := p.factor()
 		if err != nil {
@@ -475,7 +472,7 @@ func (p *celParser) factor() (*linear, error) {
 		}
 		l.scale(-1)
 		return l, nil
-	case tok == "":
+	case "":
 		return nil, fmt.Errorf("unexpected end of expression")
 	}
 	if v, err := strconv.ParseFloat(tok, 64); err == nil {

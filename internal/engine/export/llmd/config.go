@@ -10,7 +10,7 @@
 // configurations) and its release notes.
 package llmd
 
-// Kind of the endpoint picker's configuration document.
+// KindEndpointPickerConfig is the kind of the endpoint picker's configuration document.
 const KindEndpointPickerConfig = "EndpointPickerConfig"
 
 // EndpointPickerConfig is the endpoint picker's configuration file (apix/config/v1alpha1 of

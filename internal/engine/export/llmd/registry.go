@@ -174,9 +174,9 @@ type PDProfileHandlerParams struct {
 	PrefixMatchInfoProducerName string `json:"prefixMatchInfoProducerName,omitempty" yaml:"prefixMatchInfoProducerName,omitempty"`
 }
 
-// PrefixBasedPDDeciderParams: disaggregate when the uncached prompt tokens on the chosen
-// decode endpoint reach NonCachedTokens (0 = never), and (v0.10) the prompt has at least
-// PromptTokens tokens.
+// PrefixBasedPDDeciderParams are prefix-based-pd-decider's parameters: disaggregate when the
+// uncached prompt tokens on the chosen decode endpoint reach NonCachedTokens (0 = never), and
+// (v0.10) the prompt has at least PromptTokens tokens.
 type PrefixBasedPDDeciderParams struct {
 	NonCachedTokens *int `json:"nonCachedTokens,omitempty" yaml:"nonCachedTokens,omitempty"`
 	PromptTokens    *int `json:"promptTokens,omitempty" yaml:"promptTokens,omitempty"`
@@ -187,8 +187,8 @@ type DataParallelProfileHandlerParams struct {
 	PrimaryPort *int `json:"primaryPort,omitempty" yaml:"primaryPort,omitempty"`
 }
 
-// UtilizationDetectorParams: the pool is saturated when the mean over endpoints of
-// max(queue/queueDepthThreshold, kv/kvCacheUtilThreshold) reaches 1.
+// UtilizationDetectorParams are utilization-detector's parameters: the pool is saturated when
+// the mean over endpoints of max(queue/queueDepthThreshold, kv/kvCacheUtilThreshold) reaches 1.
 type UtilizationDetectorParams struct {
 	QueueDepthThreshold       *int     `json:"queueDepthThreshold,omitempty" yaml:"queueDepthThreshold,omitempty"`
 	KVCacheUtilThreshold      *float64 `json:"kvCacheUtilThreshold,omitempty" yaml:"kvCacheUtilThreshold,omitempty"`

@@ -36,137 +36,188 @@ type ValidateOptions struct {
 // must be json.RawMessage (Decode) or this package's parameter structs. It returns the
 // deprecation notices the router would log; the error joins every violation.
 func Validate(cfg *EndpointPickerConfig, t Target, o ValidateOptions) (warnings []string, err error) {
-	var errs []error
-	fail := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	v := &validator{cfg: cfg, t: t, byName: map[string]PluginInfo{}, seenProfile: map[string]bool{}}
+	v.checkHeader()
+	v.checkTopLevelKeys()
+	v.checkPlugins(o.AllowExperimental)
+	profiles := v.checkProfiles()
+	v.checkHandlers(len(profiles))
+	v.checkRequestRefs()
+	v.checkFlowControl()
+	v.checkDataLayerRefs()
+	v.checkParamRefs()
+	return v.warnings, errors.Join(v.errs...)
+}
 
+// validator holds what Validate has learned of a configuration and what it found wrong.
+type validator struct {
+	cfg *EndpointPickerConfig
+	t   Target
+
+	// byName is every plugin with a registered type by its reference name.
+	byName map[string]PluginInfo
+	// seenProfile holds the names of the scheduling profiles (the router's default one when
+	// the configuration lists none).
+	seenProfile map[string]bool
+
+	warnings []string
+	errs     []error
+}
+
+func (v *validator) fail(format string, a ...any) {
+	v.errs = append(v.errs, fmt.Errorf(format, a...))
+}
+
+func (v *validator) warn(msg string) {
+	v.warnings = append(v.warnings, msg)
+}
+
+// checkHeader checks the kind, the apiVersion and the feature gates.
+func (v *validator) checkHeader() {
+	cfg, t := v.cfg, v.t
 	if cfg.Kind != KindEndpointPickerConfig {
-		fail("kind is %q, want %q", cfg.Kind, KindEndpointPickerConfig)
+		v.fail("kind is %q, want %q", cfg.Kind, KindEndpointPickerConfig)
 	}
 	switch {
 	case cfg.APIVersion == t.APIVersion:
 	case cfg.APIVersion == APIVersionLegacy && (t.order == v09 || t.order == v010):
-		warnings = append(warnings, fmt.Sprintf("apiVersion %s is deprecated on %s (use %s)", APIVersionLegacy, t.Name, APIVersionV1Alpha1))
+		v.warn(fmt.Sprintf("apiVersion %s is deprecated on %s (use %s)", APIVersionLegacy, t.Name, APIVersionV1Alpha1))
 	case cfg.APIVersion == APIVersionV1Alpha1 && t.order == vMain:
-		warnings = append(warnings, fmt.Sprintf("apiVersion %s is deprecated on %s (use %s)", APIVersionV1Alpha1, t.Name, APIVersionV1))
+		v.warn(fmt.Sprintf("apiVersion %s is deprecated on %s (use %s)", APIVersionV1Alpha1, t.Name, APIVersionV1))
 	default:
-		fail("apiVersion %q is not accepted by %s (it accepts %s)", cfg.APIVersion, t.Router, t.APIVersion)
+		v.fail("apiVersion %q is not accepted by %s (it accepts %s)", cfg.APIVersion, t.Router, t.APIVersion)
 	}
 	for _, g := range cfg.FeatureGates {
 		name, val, hasVal := strings.Cut(g, "=")
 		if !gateKnown(t, name) {
-			fail("featureGates: unknown gate %q for %s", name, t.Router)
+			v.fail("featureGates: unknown gate %q for %s", name, t.Router)
 		} else if hasVal && val != "true" && val != "false" {
-			fail("featureGates: %q: value must be true or false", g)
+			v.fail("featureGates: %q: value must be true or false", g)
 		}
 	}
+}
+
+// checkTopLevelKeys checks the top-level and data-layer keys that only some releases accept.
+func (v *validator) checkTopLevelKeys() {
+	cfg, t := v.cfg, v.t
 	if t.order == v010 && cfg.SaturationDetector != nil {
-		warnings = append(warnings, "top-level saturationDetector is deprecated (use flowControl.saturationDetector)")
+		v.warn("top-level saturationDetector is deprecated (use flowControl.saturationDetector)")
 	}
 	if t.order == v010 && cfg.Parser != nil {
-		warnings = append(warnings, "top-level parser is deprecated (use requestHandler.parsers)")
+		v.warn("top-level parser is deprecated (use requestHandler.parsers)")
 	}
 	if t.order == vMain && cfg.SaturationDetector != nil {
-		fail("saturationDetector: top-level key removed in %s (use flowControl.saturationDetector)", APIVersionV1)
+		v.fail("saturationDetector: top-level key removed in %s (use flowControl.saturationDetector)", APIVersionV1)
 	}
 	if t.order == vMain && cfg.Parser != nil {
-		fail("parser: top-level key removed in %s (use requestHandler.parsers)", APIVersionV1)
+		v.fail("parser: top-level key removed in %s (use requestHandler.parsers)", APIVersionV1)
 	}
-	if cfg.DataLayer != nil {
-		d := cfg.DataLayer
+	if d := cfg.DataLayer; d != nil {
 		if t.order == vMain && (d.CrossReplicaSyncerPluginRef != "" || d.CrossReplicaSyncInterval != "") {
-			fail("dataLayer.crossReplicaSyncerPluginRef/crossReplicaSyncInterval moved to dataLayer.crossReplica in %s", APIVersionV1)
+			v.fail("dataLayer.crossReplicaSyncerPluginRef/crossReplicaSyncInterval moved to dataLayer.crossReplica in %s", APIVersionV1)
 		}
 		if t.order < v010 && (d.CrossReplicaSyncerPluginRef != "" || d.CrossReplicaSyncInterval != "") {
-			fail("dataLayer cross-replica keys need llm-d-router v0.10 or later")
+			v.fail("dataLayer cross-replica keys need llm-d-router v0.10 or later")
 		}
 		if t.order != vMain && d.CrossReplica != nil {
-			fail("dataLayer.crossReplica is a %s key", APIVersionV1)
+			v.fail("dataLayer.crossReplica is a %s key", APIVersionV1)
 		}
 	}
+}
 
-	byName := map[string]PluginInfo{}
+// checkPlugins checks each plugin's type, name and parameters, records it in byName, and
+// refuses Alpha plugins unless allowExperimental.
+func (v *validator) checkPlugins(allowExperimental bool) {
+	cfg, t := v.cfg, v.t
 	var experimental []string
 	for i := range cfg.Plugins {
 		p := &cfg.Plugins[i]
 		where := fmt.Sprintf("plugins[%d]", i)
 		if p.Type == "" {
-			fail("%s: type is required", where)
+			v.fail("%s: type is required", where)
 			continue
 		}
 		info, ok := Lookup(t, p.Type)
 		if !ok {
 			if _, known := registry[p.Type]; known {
-				fail("%s: plugin type %q is not registered by %s", where, p.Type, t.Router)
+				v.fail("%s: plugin type %q is not registered by %s", where, p.Type, t.Router)
 			} else {
-				fail("%s: unknown plugin type %q", where, p.Type)
+				v.fail("%s: unknown plugin type %q", where, p.Type)
 			}
 			continue
 		}
 		name := p.RefName()
-		if _, dup := byName[name]; dup {
-			fail("%s: duplicate plugin name %q", where, name)
+		if _, dup := v.byName[name]; dup {
+			v.fail("%s: duplicate plugin name %q", where, name)
 		}
-		byName[name] = info
+		v.byName[name] = info
 		if info.Stability == Alpha {
 			experimental = append(experimental, p.Type)
 		}
 		if info.Deprecated != "" {
-			warnings = append(warnings, fmt.Sprintf("plugin type %q is deprecated (use %s)", p.Type, info.Deprecated))
+			v.warn(fmt.Sprintf("plugin type %q is deprecated (use %s)", p.Type, info.Deprecated))
 		}
 		if err := checkParams(p, info, t); err != nil {
 			if t.strictParams {
-				fail("%s (%s): parameters: %v", where, p.Type, err)
+				v.fail("%s (%s): parameters: %v", where, p.Type, err)
 			} else {
-				warnings = append(warnings, fmt.Sprintf("%s (%s): parameters: %v (ignored by %s)", where, p.Type, err, t.Router))
+				v.warn(fmt.Sprintf("%s (%s): parameters: %v (ignored by %s)", where, p.Type, err, t.Router))
 			}
 		}
 	}
-	if len(experimental) > 0 && !o.AllowExperimental {
-		errs = append(errs, fmt.Errorf("Alpha plugin(s) %s: the endpoint picker %w", strings.Join(experimental, ", "), ErrExperimental))
+	if len(experimental) > 0 && !allowExperimental {
+		v.fail("plugin(s) %s are Alpha: the endpoint picker %w", strings.Join(experimental, ", "), ErrExperimental)
 	}
+}
 
-	ref := func(where, name string) {
-		if name == "" {
-			return
-		}
-		if _, ok := byName[name]; !ok {
-			fail("%s: pluginRef %q names no plugin", where, name)
-		}
+// ref checks that a non-empty pluginRef names a plugin.
+func (v *validator) ref(where, name string) {
+	if name == "" {
+		return
 	}
-	refRole := func(where, name, role string) {
-		ref(where, name)
-		if info, ok := byName[name]; ok && info.Role != role {
-			fail("%s: %q is a %s, not a %s", where, name, info.Role, role)
-		}
+	if _, ok := v.byName[name]; !ok {
+		v.fail("%s: pluginRef %q names no plugin", where, name)
 	}
+}
+
+// refRole checks that a non-empty pluginRef names a plugin of the given role.
+func (v *validator) refRole(where, name, role string) {
+	v.ref(where, name)
+	if info, ok := v.byName[name]; ok && info.Role != role {
+		v.fail("%s: %q is a %s, not a %s", where, name, info.Role, role)
+	}
+}
+
+// checkProfiles checks the scheduling profiles, or the default profile the router builds
+// from every filter, scorer and picker when there are none, and returns them.
+func (v *validator) checkProfiles() []SchedulingProfile {
+	cfg := v.cfg
 	profiles := cfg.SchedulingProfiles
 	if len(profiles) == 0 {
-		// The router builds a "default" profile from every filter, scorer and picker.
 		var auto SchedulingProfile
 		auto.Name = "default"
 		for i := range cfg.Plugins {
-			if info, ok := byName[cfg.Plugins[i].RefName()]; ok && (info.Role == RoleFilter || info.Role == RoleScorer || info.Role == RolePicker) {
+			if info, ok := v.byName[cfg.Plugins[i].RefName()]; ok && (info.Role == RoleFilter || info.Role == RoleScorer || info.Role == RolePicker) {
 				auto.Plugins = append(auto.Plugins, ProfilePlugin{PluginRef: cfg.Plugins[i].RefName()})
 			}
 		}
 		profiles = []SchedulingProfile{auto}
 	}
-	seenProfile := map[string]bool{}
 	for i, sp := range profiles {
 		where := fmt.Sprintf("schedulingProfiles[%d]", i)
 		if sp.Name == "" {
-			fail("%s: name is required", where)
+			v.fail("%s: name is required", where)
 		}
-		if seenProfile[sp.Name] {
-			fail("%s: duplicate profile name %q", where, sp.Name)
+		if v.seenProfile[sp.Name] {
+			v.fail("%s: duplicate profile name %q", where, sp.Name)
 		}
-		seenProfile[sp.Name] = true
+		v.seenProfile[sp.Name] = true
 		pickers := 0
 		for j, pp := range sp.Plugins {
 			w := fmt.Sprintf("%s.plugins[%d]", where, j)
-			info, ok := byName[pp.PluginRef]
+			info, ok := v.byName[pp.PluginRef]
 			if !ok {
-				fail("%s: pluginRef %q names no plugin", w, pp.PluginRef)
+				v.fail("%s: pluginRef %q names no plugin", w, pp.PluginRef)
 				continue
 			}
 			switch info.Role {
@@ -174,140 +225,173 @@ func Validate(cfg *EndpointPickerConfig, t Target, o ValidateOptions) (warnings 
 				pickers++
 			case RoleFilter, RoleScorer:
 			default:
-				fail("%s: %q is a %s; a profile holds filters, scorers and a picker", w, pp.PluginRef, info.Role)
+				v.fail("%s: %q is a %s; a profile holds filters, scorers and a picker", w, pp.PluginRef, info.Role)
 			}
 		}
 		if pickers > 1 {
-			fail("%s: %d pickers; a profile has at most one", where, pickers)
+			v.fail("%s: %d pickers; a profile has at most one", where, pickers)
 		}
 	}
+	return profiles
+}
+
+// checkHandlers checks the profile handler against the number of scheduling profiles.
+func (v *validator) checkHandlers(profiles int) {
+	cfg := v.cfg
 	var handlers []string
 	for i := range cfg.Plugins {
-		if info, ok := byName[cfg.Plugins[i].RefName()]; ok && info.Role == RoleHandler {
+		if info, ok := v.byName[cfg.Plugins[i].RefName()]; ok && info.Role == RoleHandler {
 			handlers = append(handlers, cfg.Plugins[i].Type)
 		}
 	}
 	switch {
 	case len(handlers) > 1:
-		fail("%d profile handlers (%s); at most one is allowed", len(handlers), strings.Join(handlers, ", "))
-	case len(handlers) == 0 && len(profiles) > 1:
-		fail("%d scheduling profiles and no profile handler configured", len(profiles))
-	case len(handlers) == 1 && handlers[0] == "single-profile-handler" && len(profiles) > 1:
-		fail("single-profile-handler with %d scheduling profiles", len(profiles))
+		v.fail("%d profile handlers (%s); at most one is allowed", len(handlers), strings.Join(handlers, ", "))
+	case len(handlers) == 0 && profiles > 1:
+		v.fail("%d scheduling profiles and no profile handler configured", profiles)
+	case len(handlers) == 1 && handlers[0] == "single-profile-handler" && profiles > 1:
+		v.fail("single-profile-handler with %d scheduling profiles", profiles)
 	}
+}
+
+// checkRequestRefs checks the parser and saturation detector references outside flowControl.
+func (v *validator) checkRequestRefs() {
+	cfg := v.cfg
 	if cfg.RequestHandler != nil {
 		for i, r := range cfg.RequestHandler.Parsers {
-			refRole(fmt.Sprintf("requestHandler.parsers[%d]", i), r.PluginRef, RoleParser)
+			v.refRole(fmt.Sprintf("requestHandler.parsers[%d]", i), r.PluginRef, RoleParser)
 		}
 	}
 	if cfg.Parser != nil {
-		refRole("parser", cfg.Parser.PluginRef, RoleParser)
+		v.refRole("parser", cfg.Parser.PluginRef, RoleParser)
 	}
 	if cfg.SaturationDetector != nil {
-		refRole("saturationDetector", cfg.SaturationDetector.PluginRef, RoleFlow)
+		v.refRole("saturationDetector", cfg.SaturationDetector.PluginRef, RoleFlow)
 	}
-	if fc := cfg.FlowControl; fc != nil {
-		if fc.SaturationDetector != nil {
-			refRole("flowControl.saturationDetector", fc.SaturationDetector.PluginRef, RoleFlow)
-		}
-		refRole("flowControl.usageLimitPolicyPluginRef", fc.UsageLimitPolicyPluginRef, RoleFlow)
-		bands := append([]PriorityBand(nil), fc.PriorityBands...)
-		for _, b := range []*PriorityBand{fc.DefaultPriorityBand, fc.DefaultNegativePriorityBand} {
-			if b != nil {
-				bands = append(bands, *b)
-			}
-		}
-		seen := map[int]bool{}
-		for i, b := range fc.PriorityBands {
-			if b.Priority == nil {
-				fail("flowControl.priorityBands[%d]: priority is required", i)
-			} else if seen[*b.Priority] {
-				fail("flowControl.priorityBands[%d]: duplicate priority %d", i, *b.Priority)
-			} else {
-				seen[*b.Priority] = true
-			}
-		}
-		for _, b := range bands {
-			refRole("flowControl band fairnessPolicyRef", b.FairnessPolicyRef, RoleFlow)
-			refRole("flowControl band orderingPolicyRef", b.OrderingPolicyRef, RoleFlow)
-		}
-		if !hasGate(cfg.FeatureGates, "flowControl") && (len(fc.PriorityBands) > 0 || fc.DefaultPriorityBand != nil ||
-			fc.MaxRequests != "" || fc.MaxBytes != "" || fc.UsageLimitPolicyPluginRef != "") {
-			warnings = append(warnings, "flowControl settings other than saturationDetector are ignored without the flowControl feature gate")
+}
+
+// checkFlowControl checks flowControl's references and priority bands, and warns about
+// settings the router ignores without the flowControl gate.
+func (v *validator) checkFlowControl() {
+	fc := v.cfg.FlowControl
+	if fc == nil {
+		return
+	}
+	if fc.SaturationDetector != nil {
+		v.refRole("flowControl.saturationDetector", fc.SaturationDetector.PluginRef, RoleFlow)
+	}
+	v.refRole("flowControl.usageLimitPolicyPluginRef", fc.UsageLimitPolicyPluginRef, RoleFlow)
+	bands := append([]PriorityBand(nil), fc.PriorityBands...)
+	for _, b := range []*PriorityBand{fc.DefaultPriorityBand, fc.DefaultNegativePriorityBand} {
+		if b != nil {
+			bands = append(bands, *b)
 		}
 	}
-	if d := cfg.DataLayer; d != nil {
-		for i, s := range d.Sources {
-			refRole(fmt.Sprintf("dataLayer.sources[%d]", i), s.PluginRef, RoleData)
-			for j, e := range s.Extractors {
-				ref(fmt.Sprintf("dataLayer.sources[%d].extractors[%d]", i, j), e.PluginRef)
-			}
-		}
-		ref("dataLayer.crossReplicaSyncerPluginRef", d.CrossReplicaSyncerPluginRef)
-		// discovery is {pluginRef} in v1alpha1 and {endpoints: {pluginRef}, peers: {pluginRef}}
-		// in v1.
-		allowed := map[string]bool{"pluginRef": true}
-		if t.order == vMain {
-			allowed = map[string]bool{"endpoints": true, "peers": true}
-		}
-		for _, k := range sortedKeys(d.Discovery) {
-			if !allowed[k] {
-				fail("dataLayer.discovery: unknown field %q for %s", k, t.Name)
-				continue
-			}
-			v := d.Discovery[k]
-			if k != "pluginRef" {
-				m, _ := v.(map[string]any)
-				v = m["pluginRef"]
-			}
-			name, _ := v.(string)
-			if name == "" {
-				fail("dataLayer.discovery.%s: pluginRef is required", k)
-				continue
-			}
-			refRole("dataLayer.discovery."+k, name, RoleData)
+	seen := map[int]bool{}
+	for i, b := range fc.PriorityBands {
+		if b.Priority == nil {
+			v.fail("flowControl.priorityBands[%d]: priority is required", i)
+		} else if seen[*b.Priority] {
+			v.fail("flowControl.priorityBands[%d]: duplicate priority %d", i, *b.Priority)
+		} else {
+			seen[*b.Priority] = true
 		}
 	}
-	// Plugin-to-plugin references inside parameters.
-	for i := range cfg.Plugins {
-		p := &cfg.Plugins[i]
+	for _, b := range bands {
+		v.refRole("flowControl band fairnessPolicyRef", b.FairnessPolicyRef, RoleFlow)
+		v.refRole("flowControl band orderingPolicyRef", b.OrderingPolicyRef, RoleFlow)
+	}
+	if !hasGate(v.cfg.FeatureGates, "flowControl") && (len(fc.PriorityBands) > 0 || fc.DefaultPriorityBand != nil ||
+		fc.MaxRequests != "" || fc.MaxBytes != "" || fc.UsageLimitPolicyPluginRef != "") {
+		v.warn("flowControl settings other than saturationDetector are ignored without the flowControl feature gate")
+	}
+}
+
+// checkDataLayerRefs checks the data layer's sources, extractors, cross-replica syncer and
+// discovery.
+func (v *validator) checkDataLayerRefs() {
+	d := v.cfg.DataLayer
+	if d == nil {
+		return
+	}
+	for i, s := range d.Sources {
+		v.refRole(fmt.Sprintf("dataLayer.sources[%d]", i), s.PluginRef, RoleData)
+		for j, e := range s.Extractors {
+			v.ref(fmt.Sprintf("dataLayer.sources[%d].extractors[%d]", i, j), e.PluginRef)
+		}
+	}
+	v.ref("dataLayer.crossReplicaSyncerPluginRef", d.CrossReplicaSyncerPluginRef)
+	// discovery is {pluginRef} in v1alpha1 and {endpoints: {pluginRef}, peers: {pluginRef}}
+	// in v1.
+	allowed := map[string]bool{"pluginRef": true}
+	if v.t.order == vMain {
+		allowed = map[string]bool{"endpoints": true, "peers": true}
+	}
+	for _, k := range sortedKeys(d.Discovery) {
+		if !allowed[k] {
+			v.fail("dataLayer.discovery: unknown field %q for %s", k, v.t.Name)
+			continue
+		}
+		val := d.Discovery[k]
+		if k != "pluginRef" {
+			m, _ := val.(map[string]any)
+			val = m["pluginRef"]
+		}
+		name, _ := val.(string)
+		if name == "" {
+			v.fail("dataLayer.discovery.%s: pluginRef is required", k)
+			continue
+		}
+		v.refRole("dataLayer.discovery."+k, name, RoleData)
+	}
+}
+
+// checkParamRefs checks the plugin and profile references inside the profile handlers'
+// parameters.
+func (v *validator) checkParamRefs() {
+	for i := range v.cfg.Plugins {
+		p := &v.cfg.Plugins[i]
 		where := fmt.Sprintf("plugins[%d] (%s)", i, p.Type)
 		switch p.Type {
 		case "disagg-profile-handler":
 			var dp DisaggProfileHandlerParams
 			if raw, err := ParamsJSON(p); err == nil && raw != nil && json.Unmarshal(raw, &dp) == nil {
-				if dp.Deciders != nil {
-					refRole(where+" deciders.prefill", dp.Deciders.Prefill, RoleDecider)
-					refRole(where+" deciders.encode", dp.Deciders.Encode, RoleDecider)
-				}
-				refRole(where+" prefillDeciderPluginName", dp.PrefillDeciderPluginName, RoleDecider)
-				refRole(where+" deciderPluginName", dp.DeciderPluginName, RoleDecider)
-				prof := func(what, name, def string) {
-					if name == "" {
-						name = def
-					}
-					if len(cfg.SchedulingProfiles) > 0 && !seenProfile[name] && (what != "encode" || name != def) {
-						fail("%s: %s profile %q does not exist", where, what, name)
-					}
-				}
-				var ps DisaggProfiles
-				if dp.Profiles != nil {
-					ps = *dp.Profiles
-				}
-				prof("decode", firstNonEmpty(ps.Decode, dp.DecodeProfile), "decode")
-				hasPrefill := dp.Deciders != nil && dp.Deciders.Prefill != "" || dp.PrefillDeciderPluginName != "" || dp.DeciderPluginName != ""
-				if hasPrefill {
-					prof("prefill", firstNonEmpty(ps.Prefill, dp.PrefillProfile), "prefill")
-				}
+				v.checkDisaggRefs(where, &dp)
 			}
 		case "pd-profile-handler":
 			var pp PDProfileHandlerParams
 			if raw, err := ParamsJSON(p); err == nil && raw != nil && json.Unmarshal(raw, &pp) == nil {
-				refRole(where+" deciderPluginName", pp.DeciderPluginName, RoleDecider)
+				v.refRole(where+" deciderPluginName", pp.DeciderPluginName, RoleDecider)
 			}
 		}
 	}
-	return warnings, errors.Join(errs...)
+}
+
+// checkDisaggRefs checks disagg-profile-handler's deciders and the profiles it routes to.
+func (v *validator) checkDisaggRefs(where string, dp *DisaggProfileHandlerParams) {
+	if dp.Deciders != nil {
+		v.refRole(where+" deciders.prefill", dp.Deciders.Prefill, RoleDecider)
+		v.refRole(where+" deciders.encode", dp.Deciders.Encode, RoleDecider)
+	}
+	v.refRole(where+" prefillDeciderPluginName", dp.PrefillDeciderPluginName, RoleDecider)
+	v.refRole(where+" deciderPluginName", dp.DeciderPluginName, RoleDecider)
+	prof := func(what, name, def string) {
+		if name == "" {
+			name = def
+		}
+		if len(v.cfg.SchedulingProfiles) > 0 && !v.seenProfile[name] && (what != "encode" || name != def) {
+			v.fail("%s: %s profile %q does not exist", where, what, name)
+		}
+	}
+	var ps DisaggProfiles
+	if dp.Profiles != nil {
+		ps = *dp.Profiles
+	}
+	prof("decode", firstNonEmpty(ps.Decode, dp.DecodeProfile), "decode")
+	hasPrefill := dp.Deciders != nil && dp.Deciders.Prefill != "" || dp.PrefillDeciderPluginName != "" || dp.DeciderPluginName != ""
+	if hasPrefill {
+		prof("prefill", firstNonEmpty(ps.Prefill, dp.PrefillProfile), "prefill")
+	}
 }
 
 func firstNonEmpty(s ...string) string {
