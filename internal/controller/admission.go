@@ -96,6 +96,20 @@ func (l *ledger) holdLocked(e *queueEntry) {
 	l.changedLocked()
 }
 
+// enqueue registers e as waiting (an Evaluation found Queued after a restart), so that the
+// admission order holds from the first reconcile on.
+func (l *ledger) enqueue(e queueEntry) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.running[e.uid]; ok {
+		return
+	}
+	if _, ok := l.queued[e.uid]; !ok {
+		l.queued[e.uid] = &e
+		l.changedLocked()
+	}
+}
+
 // admission is the outcome of tryAdmit.
 type admission struct {
 	admitted bool

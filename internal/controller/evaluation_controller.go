@@ -945,8 +945,8 @@ func (r *EvaluationReconciler) observeJob(ctx context.Context, log logr.Logger, 
 	return ctrl.Result{}, nil
 }
 
-// seedSlots holds, once, the slots of runs that were in progress when the manager (re)started,
-// before anything new is admitted.
+// seedSlots holds, once, the slots of runs that were in progress when the manager (re)started
+// and queues the Evaluations that were waiting, before anything new is admitted.
 func (r *EvaluationReconciler) seedSlots(ctx context.Context) error {
 	r.seedMu.Lock()
 	defer r.seedMu.Unlock()
@@ -960,6 +960,15 @@ func (r *EvaluationReconciler) seedSlots(ctx context.Context) error {
 	for i := range list.Items {
 		ev := &list.Items[i]
 		r.ledger.hold(queueEntry{uid: ev.UID, key: client.ObjectKeyFromObject(ev), created: ev.CreationTimestamp.Time})
+	}
+	// Queued ones take their place in line before any of them is admitted.
+	var queued blisv1alpha1.EvaluationList
+	if err := r.List(ctx, &queued, client.MatchingFields{IndexPhase: string(blisv1alpha1.PhaseQueued)}); err != nil {
+		return err
+	}
+	for i := range queued.Items {
+		ev := &queued.Items[i]
+		r.ledger.enqueue(queueEntry{uid: ev.UID, key: client.ObjectKeyFromObject(ev), priority: r.priority(ctx, ev), created: ev.CreationTimestamp.Time})
 	}
 	r.seeded = true
 	return nil

@@ -97,6 +97,19 @@ func TestLedgerOrderAndCaps(t *testing.T) {
 	}
 }
 
+// TestLedgerRestoredQueueKeepsOrder: Evaluations found Queued after a restart are in line before
+// any is admitted, so the first one reconciled does not jump the queue.
+func TestLedgerRestoredQueueKeepsOrder(t *testing.T) {
+	l := newLedger(1, 0, func(types.NamespacedName) {}, nil)
+	l.enqueue(entry("ns", "urgent", 5, 9))
+	if a := l.tryAdmit(entry("ns", "old", 0, 1)); a.admitted || a.reason != ReasonWaitingForTurn {
+		t.Fatalf("old must wait for the restored urgent entry: %+v", a)
+	}
+	if a := l.tryAdmit(entry("ns", "urgent", 5, 9)); !a.admitted {
+		t.Fatalf("urgent: %+v", a)
+	}
+}
+
 // TestLedgerConcurrentAdmission: however many goroutines admit at once, the cap holds.
 func TestLedgerConcurrentAdmission(t *testing.T) {
 	l := newLedger(5, 0, func(types.NamespacedName) {}, nil)
