@@ -56,6 +56,21 @@ type Document struct {
 	Objectives []fitness.Objective `json:"objectives,omitempty"`
 	// FitnessWeights are BLIS --fitness-weights (BLIS metric keys).
 	FitnessWeights map[string]float64 `json:"fitnessWeights,omitempty"`
+	// Trace sets the decision trace and the status summary (nil: level none, the
+	// issue_focused strategy, trace.DefaultMaxTokens). It changes status.traceSummary, so it is
+	// part of the hash.
+	Trace *TraceSettings `json:"trace,omitempty"`
+}
+
+// TraceSettings are an Evaluation's trace settings.
+type TraceSettings struct {
+	// Level is none, decisions or full (empty = none).
+	Level string `json:"level,omitempty"`
+	// SummaryStrategy is issue_focused, decision_audit, counterfactual or pattern_mining (empty
+	// = issue_focused).
+	SummaryStrategy string `json:"summaryStrategy,omitempty"`
+	// SummaryMaxTokens bounds the summary in estimated tokens (0 = trace.DefaultMaxTokens).
+	SummaryMaxTokens int32 `json:"summaryMaxTokens,omitempty"`
 }
 
 // ClusterDoc is the resolved cluster: identical replicas behind the router.

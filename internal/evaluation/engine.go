@@ -111,7 +111,8 @@ func RunEnvelope(ctx context.Context, input []byte, opts Options) (*EngineResult
 }
 
 // ApplyTo copies a successful engine result into status: the fields Result.ApplyTo wrote in
-// the engine (inputHash, engineVersion, metrics, replicates, fitness, fitnessScore), so that a
+// the engine (inputHash, engineVersion, metrics, replicates, fitness, fitnessScore, anomalies,
+// traceSummary), so that a
 // Job's result and an in-process run give the same status. It returns false, leaving status
 // alone, for a failed result.
 func (r *EngineResult) ApplyTo(status *blisv1alpha1.EvaluationStatus) bool {
@@ -125,6 +126,8 @@ func (r *EngineResult) ApplyTo(status *blisv1alpha1.EvaluationStatus) bool {
 	status.Replicates = s.Replicates
 	status.Fitness = s.Fitness
 	status.FitnessScore = s.FitnessScore
+	status.Anomalies = s.Anomalies
+	status.TraceSummary = s.TraceSummary
 	return true
 }
 

@@ -6,6 +6,7 @@ import (
 
 	blisv1alpha1 "github.com/inference-sim/blis-operator/api/v1alpha1"
 	"github.com/inference-sim/blis-operator/internal/engine/metrics"
+	"github.com/inference-sim/blis-operator/internal/engine/trace"
 	"github.com/inference-sim/blis-operator/internal/engine/workload"
 	"github.com/inference-sim/blis-operator/internal/evaluation/fitness"
 )
@@ -18,25 +19,55 @@ type metricDef struct {
 	scale   fitness.Scale
 	// get reads the value; ok is false when the run does not define it (no SLO targets, no
 	// prefix lookups).
-	get func(o *metrics.Output, replicas int) (v float64, ok bool)
+	get func(x *seedData) (v float64, ok bool)
+	// set writes it into status.metrics; nil for metrics that are objectives only (the
+	// anomaly-derived ones, whose counters go to status.anomalies).
 	set func(m *blisv1alpha1.EvaluationMetrics, v float64)
 }
 
-func count(f func(o *metrics.Output) int64) func(*metrics.Output, int) (float64, bool) {
-	return func(o *metrics.Output, _ int) (float64, bool) { return float64(f(o)), true }
+// seedData is what one seed's metrics are read from.
+type seedData struct {
+	o        *metrics.Output
+	replicas int
+	// an are the trace's anomaly counters.
+	an *trace.Anomalies
+	// kvPeak is the largest fraction of an instance's KV blocks in use at once.
+	kvPeak float64
 }
 
-func value(f func(o *metrics.Output) float64) func(*metrics.Output, int) (float64, bool) {
-	return func(o *metrics.Output, _ int) (float64, bool) { return f(o), true }
+func count(f func(o *metrics.Output) int64) func(*seedData) (float64, bool) {
+	return func(x *seedData) (float64, bool) { return float64(f(x.o)), true }
 }
 
-func optional(f func(o *metrics.Output) *float64) func(*metrics.Output, int) (float64, bool) {
-	return func(o *metrics.Output, _ int) (float64, bool) {
-		if p := f(o); p != nil {
+func value(f func(o *metrics.Output) float64) func(*seedData) (float64, bool) {
+	return func(x *seedData) (float64, bool) { return f(x.o), true }
+}
+
+func optional(f func(o *metrics.Output) *float64) func(*seedData) (float64, bool) {
+	return func(x *seedData) (float64, bool) {
+		if p := f(x.o); p != nil {
 			return *p, true
 		}
 		return 0, false
 	}
+}
+
+// anomaly reads a value from the anomaly counters.
+func anomaly(f func(a *trace.Anomalies) (float64, bool)) func(*seedData) (float64, bool) {
+	return func(x *seedData) (float64, bool) {
+		if x.an == nil {
+			return 0, false
+		}
+		return f(x.an)
+	}
+}
+
+// TailBlowup is TTFT p99 over p50 (0 without a median).
+func TailBlowup(o *metrics.Output) float64 {
+	if o.TTFTP50Ms <= 0 {
+		return 0
+	}
+	return o.TTFTP99Ms / o.TTFTP50Ms
 }
 
 // Reference scales of objective normalisation (see docs/evaluate.md).
@@ -51,10 +82,12 @@ var (
 	scaleSeconds  = fitness.Scale{Ref: 60}
 	scaleReplicaS = fitness.Scale{Ref: 3600}
 	scaleFraction = fitness.Scale{Fraction: true}
+	scaleRatio    = fitness.Scale{Ref: 1}
+	scaleBlowup   = fitness.Scale{Ref: trace.TailBlowupRatio}
 )
 
-// metricDefs are the headline metrics in status order. jainFairnessIndex is not computed yet
-// (the engine's report has no per-tenant throughput) and is not listed.
+// metricDefs are the headline metrics in status order, then the objective-only metrics derived
+// from the anomaly counters and the KV peak.
 var metricDefs = []metricDef{
 	{"injectedRequests", true, scaleRequests, count(func(o *metrics.Output) int64 { return o.InjectedRequests }), func(m *blisv1alpha1.EvaluationMetrics, v float64) { m.InjectedRequests = roundInt(v) }},
 	{"completedRequests", true, scaleRequests, count(func(o *metrics.Output) int64 { return o.CompletedRequests }), func(m *blisv1alpha1.EvaluationMetrics, v float64) { m.CompletedRequests = roundInt(v) }},
@@ -90,9 +123,22 @@ var metricDefs = []metricDef{
 	{"schedulingDelayP99Ms", false, scaleTTFT, value(func(o *metrics.Output) float64 { return o.SchedulingDelayP99Ms }), func(m *blisv1alpha1.EvaluationMetrics, v float64) { m.SchedulingDelayP99Ms = v }},
 	{"sloAttainment", false, scaleFraction, optional(func(o *metrics.Output) *float64 { return o.SLOAttainment }), func(m *blisv1alpha1.EvaluationMetrics, v float64) { m.SloAttainment = v }},
 	{"cacheHitRate", false, scaleFraction, optional(func(o *metrics.Output) *float64 { return o.CacheHitRate }), func(m *blisv1alpha1.EvaluationMetrics, v float64) { m.CacheHitRate = v }},
-	{"replicaSeconds", false, scaleReplicaS, func(o *metrics.Output, replicas int) (float64, bool) {
-		return float64(replicas) * o.VllmDurationSec, true
+	{"jainFairnessIndex", false, scaleFraction, optional(func(o *metrics.Output) *float64 { return o.JainFairnessIndex }), func(m *blisv1alpha1.EvaluationMetrics, v float64) { m.JainFairnessIndex = v }},
+	{"replicaSeconds", false, scaleReplicaS, func(x *seedData) (float64, bool) {
+		return float64(x.replicas) * x.o.VllmDurationSec, true
 	}, func(m *blisv1alpha1.EvaluationMetrics, v float64) { m.ReplicaSeconds = v }},
+
+	// Objective-only metrics (see docs/traces.md for the definitions).
+	{"priorityInversions", true, scaleRequests, anomaly(func(a *trace.Anomalies) (float64, bool) { return float64(a.PriorityInversions), true }), nil},
+	{"holBlockingEvents", true, scaleRequests, anomaly(func(a *trace.Anomalies) (float64, bool) { return float64(a.HOLBlockingEvents), true }), nil},
+	{"rejectionRate", false, scaleFraction, anomaly(func(a *trace.Anomalies) (float64, bool) { return a.RejectionRate(), a.Admitted+a.Rejected > 0 }), nil},
+	{"admissionRate", false, scaleFraction, anomaly(func(a *trace.Anomalies) (float64, bool) { return 1 - a.RejectionRate(), a.Admitted+a.Rejected > 0 }), nil},
+	{"preemptionRate", false, scaleRatio, func(x *seedData) (float64, bool) {
+		return float64(x.o.PreemptionCount) / float64(max(x.o.CompletedRequests, 1)), true
+	}, nil},
+	{"loadImbalance", false, scaleRatio, anomaly(func(a *trace.Anomalies) (float64, bool) { return a.LoadImbalance(), a.Routed > 0 }), nil},
+	{"tailLatencyBlowup", false, scaleBlowup, func(x *seedData) (float64, bool) { return TailBlowup(x.o), x.o.TTFTP50Ms > 0 }, nil},
+	{"kvPeakUtilization", false, scaleFraction, func(x *seedData) (float64, bool) { return x.kvPeak, true }, nil},
 }
 
 // classDef is one per-class metric.

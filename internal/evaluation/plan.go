@@ -12,6 +12,7 @@ import (
 	"github.com/inference-sim/blis-operator/internal/engine/model"
 	"github.com/inference-sim/blis-operator/internal/engine/policy"
 	"github.com/inference-sim/blis-operator/internal/engine/sim"
+	"github.com/inference-sim/blis-operator/internal/engine/trace"
 	"github.com/inference-sim/blis-operator/internal/engine/workload"
 )
 
@@ -31,7 +32,17 @@ type plan struct {
 	targets map[string]workload.SLOTargets
 	// objectives are the resolved objective metrics, in Document.Objectives order.
 	objectives []metricRef
+	// level, strategy and maxTokens are the trace settings.
+	level     trace.Level
+	strategy  string
+	maxTokens int
 }
+
+// Bounds of trace.summaryMaxTokens (as the CRD's).
+const (
+	minSummaryTokens = 100
+	maxSummaryTokens = 4000
+)
 
 // Load validates a document on its own (as `blis engine` receives it) and prepares it for Run.
 // Errors name the part of the document at fault. Notes carry only what the document itself
@@ -143,6 +154,19 @@ func load(doc *Document, wrap func(part string, err error) error) (*Resolved, er
 			notes = append(notes, note)
 		}
 		p.objectives = append(p.objectives, ref)
+	}
+	if t := doc.Trace; t != nil {
+		lv, err := trace.ParseLevel(t.Level)
+		if err != nil {
+			return nil, wrap("trace.level", err)
+		}
+		if err := trace.CheckStrategy(t.SummaryStrategy); err != nil {
+			return nil, wrap("trace.summaryStrategy", err)
+		}
+		if n := t.SummaryMaxTokens; n != 0 && (n < minSummaryTokens || n > maxSummaryTokens) {
+			return nil, wrap("trace.summaryMaxTokens", fmt.Errorf("must be in [%d, %d], got %d", minSummaryTokens, maxSummaryTokens, n))
+		}
+		p.level, p.strategy, p.maxTokens = lv, t.SummaryStrategy, int(t.SummaryMaxTokens)
 	}
 	if len(doc.FitnessWeights) > maxObjectives {
 		return nil, wrap("fitnessWeights", fmt.Errorf("at most %d weights, got %d", maxObjectives, len(doc.FitnessWeights)))

@@ -11,8 +11,9 @@ import (
 )
 
 // FlatMetrics flattens an Evaluation status into one name → number map (OpenEvolve's metrics
-// dict): every headline metric under its status name, per-class metrics as <metric>/<class>,
-// fitness values as fitness/<name>, and combined_score (the fitness score) when there is one.
+// dict): every headline metric under its status name, per-class metrics as <metric>/<class>
+// (tenant rows as <metric>/tenant:<name>), anomaly counters as anomalies/<name>, fitness values
+// as fitness/<name>, and combined_score (the fitness score) when there is one.
 func FlatMetrics(st *blisv1alpha1.EvaluationStatus) map[string]float64 {
 	out := map[string]float64{}
 	if st.Metrics != nil {
@@ -43,6 +44,14 @@ func FlatMetrics(st *blisv1alpha1.EvaluationStatus) map[string]float64 {
 			}
 		}
 	}
+	if st.Anomalies != nil {
+		a := st.Anomalies
+		out["anomalies/priorityInversions"] = float64(a.PriorityInversions)
+		out["anomalies/holBlockingEvents"] = float64(a.HolBlockingEvents)
+		out["anomalies/rejectedRequests"] = float64(a.RejectedRequests)
+		out["anomalies/droppedUnservable"] = float64(a.DroppedUnservable)
+		out["anomalies/timedOutRequests"] = float64(a.TimedOutRequests)
+	}
 	for _, f := range st.Fitness {
 		out["fitness/"+f.Name] = f.Value
 	}
@@ -65,13 +74,26 @@ func Score(st *blisv1alpha1.EvaluationStatus) float64 {
 	return 0
 }
 
-// Reflection renders a status as text for an optimizer's reflection step: what was run, the
-// score and how it was made, latency, throughput, request outcomes, SLO attainment per class,
-// replicate spread and the settings that were not simulated. The rendering is deterministic
-// (same status, same text); it is built from the metrics alone, not from a decision trace.
+// Reflection renders a status as text for an optimizer's reflection step (GEPA's
+// ExtractTracesForReflection): what was run and the score and how it was made, then the trace
+// summary (status.traceSummary: outcome against targets, issues, worst decisions, suggested
+// focus), the replicate spread and the settings that were not simulated. A status without a
+// trace summary gets the metrics rendered instead (latency, throughput, request outcomes, SLO
+// attainment per class). The rendering is deterministic (same status, same text).
 func Reflection(name string, st *blisv1alpha1.EvaluationStatus, notes []string) string {
 	var b strings.Builder
 	num := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+	tail := func() string {
+		if st.Replicates != nil {
+			for _, r := range st.Replicates.Metrics {
+				fmt.Fprintf(&b, "Across seeds, %s = %s ± %s (95%% CI, stddev %s).\n", r.Name, num(r.Mean), num(r.Ci95), num(r.Stddev))
+			}
+		}
+		for _, n := range notes {
+			fmt.Fprintf(&b, "Not simulated: %s.\n", n)
+		}
+		return b.String()
+	}
 	seeds := 1
 	if st.Replicates != nil {
 		seeds = int(st.Replicates.Count)
@@ -94,9 +116,18 @@ func Reflection(name string, st *blisv1alpha1.EvaluationStatus, notes []string) 
 	} else {
 		b.WriteString("No objectives or fitness weights were given.\n")
 	}
+	if st.TraceSummary != "" {
+		b.WriteString("\n")
+		b.WriteString(st.TraceSummary)
+		if !strings.HasSuffix(st.TraceSummary, "\n") {
+			b.WriteString("\n")
+		}
+		b.WriteString("\n")
+		return tail()
+	}
 	m := st.Metrics
 	if m == nil {
-		return b.String()
+		return tail()
 	}
 	fmt.Fprintf(&b, "Latency: TTFT mean %s ms, p50 %s ms, p99 %s ms; E2E mean %s ms, p50 %s ms, p99 %s ms; ITL mean %s ms, p99 %s ms; scheduling delay p99 %s ms.\n",
 		num(m.TtftMeanMs), num(m.TtftP50Ms), num(m.TtftP99Ms), num(m.E2eMeanMs), num(m.E2eP50Ms), num(m.E2eP99Ms),
@@ -121,13 +152,5 @@ func Reflection(name string, st *blisv1alpha1.EvaluationStatus, notes []string) 
 		}
 		b.WriteString(".\n")
 	}
-	if st.Replicates != nil {
-		for _, r := range st.Replicates.Metrics {
-			fmt.Fprintf(&b, "Across seeds, %s = %s ± %s (95%% CI, stddev %s).\n", r.Name, num(r.Mean), num(r.Ci95), num(r.Stddev))
-		}
-	}
-	for _, n := range notes {
-		fmt.Fprintf(&b, "Not simulated: %s.\n", n)
-	}
-	return b.String()
+	return tail()
 }

@@ -224,6 +224,12 @@ func Resolve(in Inputs) (*Resolved, error) {
 			doc.FitnessWeights[k] = v
 		}
 	}
+	if t := in.Spec.Trace; (t.Level != "" && t.Level != blisv1alpha1.TraceNone) || t.SummaryStrategy != "" || t.SummaryMaxTokens != 0 {
+		doc.Trace = &TraceSettings{Level: string(t.Level), SummaryStrategy: t.SummaryStrategy, SummaryMaxTokens: t.SummaryMaxTokens}
+		if t.Level == blisv1alpha1.TraceNone {
+			doc.Trace.Level = ""
+		}
+	}
 	r, err := load(&doc, func(part string, e error) error {
 		switch part {
 		case partCluster:

@@ -250,6 +250,8 @@ func TestHashStableAndSensitive(t *testing.T) {
 		"horizon":          func(in *Inputs) { h := int64(1000000); in.Spec.Horizon = &h },
 		"objective weight": func(in *Inputs) { in.Spec.Objectives[0].Weight = 0.6 },
 		"fitness weights":  func(in *Inputs) { in.Spec.FitnessWeights = map[string]float64{"throughput": 1} },
+		"trace level":      func(in *Inputs) { in.Spec.Trace.Level = blisv1alpha1.TraceNone },
+		"summary strategy": func(in *Inputs) { in.Spec.Trace.SummaryStrategy = "decision_audit" },
 	}
 	seen := map[string]string{base.Hash: "base"}
 	for name, mutate := range changes {
@@ -269,7 +271,6 @@ func TestHashStableAndSensitive(t *testing.T) {
 	in.Cluster = c
 	in.Spec.ClusterRef = &blisv1alpha1.LocalObjectReference{Name: "renamed"}
 	in.Name = "another-evaluation"
-	in.Spec.Trace.Level = blisv1alpha1.TraceNone
 	if r := mustResolve(t, in); r.Hash != base.Hash {
 		t.Errorf("renaming objects changed the hash")
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/inference-sim/blis-operator/internal/engine/metrics"
 	"github.com/inference-sim/blis-operator/internal/engine/sim"
+	"github.com/inference-sim/blis-operator/internal/engine/trace"
 	"github.com/inference-sim/blis-operator/internal/engine/workload"
 )
 
@@ -20,8 +21,16 @@ type SeedResult struct {
 	// values and has are the headline metrics, aligned with metricDefs.
 	values []float64
 	has    []bool
-	// classes are the per-class metrics, sorted by class name.
+	// classes are the per-class metrics, sorted by class name, then the per-tenant rows
+	// (named tenant:<name>), sorted by tenant name.
 	classes []classRow
+	// trace is the seed's trace (anomaly counters, decision records).
+	trace *trace.Trace
+	// headline and groups are the outcome numbers for the trace summary.
+	headline trace.Headline
+	groups   []trace.Group
+	tenants  []trace.Group
+	names    *workload.Tables
 }
 
 // classRow is one class's metrics, aligned with classDefs.
@@ -107,16 +116,35 @@ func (p *plan) runSeed(doc *Document, seed int64) (SeedResult, error) {
 		return SeedResult{}, err
 	}
 	defer closeSource(src)
-	res, err := sim.Run(p.config(doc, seed, horizon), src)
+	names := src.Tables()
+	targets := sloTargets(p.targets, names)
+	cfg := p.config(doc, seed, horizon)
+	tc := &trace.Config{Level: p.level, TTFTTargets: make([]int64, len(targets))}
+	for i, t := range targets {
+		tc.TTFTTargets[i] = t.TTFT
+	}
+	cfg.Options.Trace = tc
+	res, err := sim.Run(cfg, src)
 	if err != nil {
 		return SeedResult{}, err
 	}
 	if ts, ok := src.(*closingSource); ok && ts.Err() != nil {
 		return SeedResult{}, fmt.Errorf("trace: %w", ts.Err())
 	}
-	names := src.Tables()
-	rep := res.Report(names, metrics.Options{Targets: sloTargets(p.targets, names)})
-	return p.extract(seed, &rep.Cluster), nil
+	rep := res.Report(names, metrics.Options{Targets: targets})
+	x := &seedData{o: &rep.Cluster, replicas: p.replicas}
+	if res.Trace != nil {
+		x.an = &res.Trace.Anomalies
+	}
+	for i := range res.Instances {
+		if total := p.instance.TotalKVBlocks; total > 0 {
+			x.kvPeak = max(x.kvPeak, float64(res.Instances[i].PeakKVBlocks)/float64(total))
+		}
+	}
+	sr := p.extract(seed, x)
+	sr.trace, sr.names = res.Trace, names
+	p.outcome(&sr, &rep.Cluster)
+	return sr, nil
 }
 
 // sloTargets maps per-class goodput targets (ms) onto the report's per-class-index targets
@@ -134,24 +162,71 @@ func sloTargets(targets map[string]workload.SLOTargets, names *workload.Tables) 
 	return out
 }
 
-// extract reads the status metrics of one seed from the cluster block.
-func (p *plan) extract(seed int64, o *metrics.Output) SeedResult {
+// extract reads the status metrics of one seed from the cluster block: the headline metrics,
+// the per-class rows, then the per-tenant rows (as tenant:<name>).
+func (p *plan) extract(seed int64, x *seedData) SeedResult {
+	o := x.o
 	sr := SeedResult{Seed: seed, values: make([]float64, len(metricDefs)), has: make([]bool, len(metricDefs))}
 	for i, d := range metricDefs {
-		sr.values[i], sr.has[i] = d.get(o, p.replicas)
+		sr.values[i], sr.has[i] = d.get(x)
 	}
-	names := make([]string, 0, len(o.PerClass))
-	for n := range o.PerClass {
+	sr.classes = append(groupRows(o.PerClass, ""), groupRows(o.PerTenant, tenantPrefix)...)
+	return sr
+}
+
+// tenantPrefix names the per-tenant rows of status.metrics.perClass.
+const tenantPrefix = "tenant:"
+
+// groupRows turns per-class (or per-tenant) outputs into rows sorted by name.
+func groupRows(groups map[string]*metrics.ClassOutput, prefix string) []classRow {
+	names := make([]string, 0, len(groups))
+	for n := range groups {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	rows := make([]classRow, 0, len(names))
 	for _, n := range names {
-		c := o.PerClass[n]
-		row := classRow{name: n, values: make([]float64, len(classDefs)), has: make([]bool, len(classDefs))}
+		c := groups[n]
+		row := classRow{name: prefix + n, values: make([]float64, len(classDefs)), has: make([]bool, len(classDefs))}
 		for i, d := range classDefs {
 			row.values[i], row.has[i] = d.get(c)
 		}
-		sr.classes = append(sr.classes, row)
+		rows = append(rows, row)
 	}
-	return sr
+	return rows
+}
+
+// outcome keeps the numbers the trace summary reports.
+func (p *plan) outcome(sr *SeedResult, o *metrics.Output) {
+	h := &sr.headline
+	h.Injected, h.Completed, h.Rejected = float64(o.InjectedRequests), float64(o.CompletedRequests), float64(o.RejectedRequests)
+	h.TimedOut, h.Dropped, h.Preemptions = float64(o.TimedOutRequests), float64(o.DroppedUnservable), float64(o.PreemptionCount)
+	h.ResponsesPerSec, h.TokensPerSec = o.ResponsesPerSec, o.TokensPerSec
+	h.TTFTP50Ms, h.TTFTP99Ms, h.E2EP50Ms, h.E2EP99Ms, h.ITLP99Ms = o.TTFTP50Ms, o.TTFTP99Ms, o.E2EP50Ms, o.E2EP99Ms, o.ITLP99Ms
+	h.SLOAttainment, h.CacheHitRate, h.Jain = o.SLOAttainment, o.CacheHitRate, o.JainFairnessIndex
+	group := func(name string, c *metrics.ClassOutput) trace.Group {
+		g := trace.Group{Name: name, Count: float64(c.Count), Completed: float64(c.Completed), Rejected: float64(c.Rejected),
+			TTFTP99Ms: c.TTFTP99Ms, E2EP99Ms: c.E2EP99Ms, Attainment: c.SLOAttainment}
+		if t, ok := p.targets[name]; ok {
+			g.TargetTTFTMs, g.TargetE2EMs = t.TTFT, t.E2E
+		}
+		return g
+	}
+	for _, n := range sortedKeys(o.PerClass) {
+		sr.groups = append(sr.groups, group(n, o.PerClass[n]))
+	}
+	for _, n := range sortedKeys(o.PerTenant) {
+		g := group(n, o.PerTenant[n])
+		g.TargetTTFTMs, g.TargetE2EMs = 0, 0
+		sr.tenants = append(sr.tenants, g)
+	}
+}
+
+func sortedKeys(m map[string]*metrics.ClassOutput) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

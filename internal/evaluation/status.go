@@ -81,11 +81,11 @@ func metricValue(ref metricRef, values []float64, has []bool, classes []classRow
 }
 
 // ApplyTo writes the result into status: inputHash, engineVersion, metrics (the mean over
-// seeds), replicates (with two or more seeds), fitness and fitnessScore. It is the one place
-// that builds these fields, so `blis evaluate` and the operator write identical numbers; every
-// floating-point field goes through RoundMetric (counts are exact integers, means over seeds
-// rounded to the nearest integer). Other fields (conditions, phase, times, attempts, anomalies,
-// trace summary, Pareto rank) are left as they are.
+// seeds), replicates (with two or more seeds), fitness and fitnessScore, anomalies and
+// traceSummary. It is the one place that builds these fields, so `blis evaluate` and the
+// operator write identical numbers; every floating-point field goes through RoundMetric
+// (counts are exact integers, means over seeds rounded to the nearest integer). Other fields
+// (conditions, phase, times, attempts, Pareto rank) are left as they are.
 func (r *Result) ApplyTo(status *blisv1alpha1.EvaluationStatus) {
 	status.InputHash = r.Hash
 	status.EngineVersion = r.EngineVersion
@@ -93,7 +93,7 @@ func (r *Result) ApplyTo(status *blisv1alpha1.EvaluationStatus) {
 
 	m := &blisv1alpha1.EvaluationMetrics{}
 	for i, d := range metricDefs {
-		if a.has[i] {
+		if a.has[i] && d.set != nil {
 			d.set(m, statusNumber(a.values[i], d.integer))
 		}
 	}
@@ -128,6 +128,8 @@ func (r *Result) ApplyTo(status *blisv1alpha1.EvaluationStatus) {
 		s := blisv1alpha1.RoundMetric(f.score)
 		status.FitnessScore = &s
 	}
+	status.Anomalies = r.anomalies(a)
+	status.TraceSummary = r.TraceSummary()
 }
 
 // statusNumber prepares a value for status: counts are kept exact (their setters round a mean

@@ -228,8 +228,12 @@ type Anomalies struct {
 	// HOLBlockingEvents counts steps whose admission stopped because the head of the wait
 	// queue could not get its KV blocks while at least one other request waited behind it.
 	HOLBlockingEvents int64
-	// Admitted, Rejected and Delayed count admission decisions (a delayed request asks again).
+	// Admitted and Rejected count requests by final admission decision; Delayed counts DELAY
+	// answers (a delayed request asks again).
 	Admitted, Rejected, Delayed int64
+	// Scheduled counts admissions from wait queues into running batches (a preempted request
+	// counts again when it returns).
+	Scheduled int64
 	// Preemptions counts preemptions.
 	Preemptions int64
 	// Routed counts routing decisions; RoutedTo the requests routed to each instance.
@@ -527,6 +531,7 @@ func (r *Recorder) LeftQueue(inst, class int32) {
 // with cached of its prompt tokens found in the prefix cache, and counts a priority inversion
 // when a request of a more important class is still waiting there.
 func (r *Recorder) Scheduled(inst, slot, class int32, cached int32) {
+	r.an.Scheduled++
 	c := r.classIndex(class)
 	base := int(inst) * r.classes
 	if c >= 0 {
