@@ -30,6 +30,8 @@ import (
 
 	blisv1alpha1 "github.com/inference-sim/blis-operator/api/v1alpha1"
 	"github.com/inference-sim/blis-operator/internal/evaluation"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // TestValidatingReconcilers: the three input kinds report Ready from the engine's validation,
@@ -241,8 +243,12 @@ func TestCacheHit(t *testing.T) {
 	create(t, testEval(ns, "first", blisv1alpha1.ExecutorInProcess, 7))
 	first := waitCondition(t, ns, "first", ConditionSucceeded, metav1.ConditionTrue, ReasonCompleted)
 
+	hitsBefore := counterValue(t, cacheHits)
 	create(t, testEval(ns, "second", blisv1alpha1.ExecutorInProcess, 7))
 	second := waitCondition(t, ns, "second", ConditionSucceeded, metav1.ConditionTrue, ReasonCacheHit)
+	eventually(t, "the cache hit counter", func() (bool, string) {
+		return counterValue(t, cacheHits) == hitsBefore+1, ""
+	})
 	if second.Status.CachedFrom != "first" || second.Status.InputHash != first.Status.InputHash || second.Status.Attempts != 0 {
 		t.Fatalf("cachedFrom %q hash %q attempts %d", second.Status.CachedFrom, second.Status.InputHash, second.Status.Attempts)
 	}
@@ -429,4 +435,35 @@ func TestRestartRerunsOnce(t *testing.T) {
 	if after.Status.InputHash != before.Status.InputHash || after.Status.Attempts != 1 {
 		t.Fatalf("hash %s→%s attempts %d", before.Status.InputHash, after.Status.InputHash, after.Status.Attempts)
 	}
+}
+
+// TestReferenceDeletedMidRun: deleting a referenced object while the run is in progress sets
+// InputsResolved=False with reason ReferenceDeleted; the run finishes on its snapshotted input.
+func TestReferenceDeletedMidRun(t *testing.T) {
+	ns := newNamespace(t)
+	gate := newGatedRun()
+	t.Cleanup(gate.openGate)
+	startManager(t, Config{InProcessOnly: true, Run: gate.run})
+	createInputs(t, ns)
+	create(t, testEval(ns, "orphaned", blisv1alpha1.ExecutorInProcess))
+	waitCondition(t, ns, "orphaned", blisv1alpha1.ConditionRunning, metav1.ConditionTrue, ReasonInProcess)
+	if err := env.Client.Delete(context.Background(), testWorkload(ns, "workload")); err != nil {
+		t.Fatal(err)
+	}
+	ev := waitCondition(t, ns, "orphaned", blisv1alpha1.ConditionInputsResolved, metav1.ConditionFalse, ReasonReferenceDeleted)
+	if c := meta.FindStatusCondition(ev.Status.Conditions, blisv1alpha1.ConditionInputsResolved); !strings.Contains(c.Message, `WorkloadSpec "workload"`) {
+		t.Fatalf("message %q", c.Message)
+	}
+	gate.openGate()
+	waitCondition(t, ns, "orphaned", ConditionSucceeded, metav1.ConditionTrue, ReasonCompleted)
+}
+
+// counterValue reads a counter's value.
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
 }
