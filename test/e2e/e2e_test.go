@@ -282,6 +282,13 @@ func TestManagerEndpoints(t *testing.T) {
 	if !strings.Contains(body, want) || !strings.Contains(body, "rest_client_requests_total") {
 		t.Fatalf("metrics lack %q or client metrics:\n%.2000s", want, body)
 	}
+	// The operator's own metrics.
+	for _, m := range []string{"blis_evaluation_queue_depth", "blis_evaluation_running", "blis_inprocess_workers ",
+		"blis_inprocess_workers_busy", "blis_evaluation_cache_hits_total"} {
+		if !strings.Contains(body, m) {
+			t.Errorf("metrics lack %s", m)
+		}
+	}
 	if code, _ := get(ctx, t, secure, url, ""); code != http.StatusUnauthorized {
 		t.Fatalf("anonymous GET /metrics: HTTP %d, want 401", code)
 	}

@@ -207,16 +207,20 @@ func TestOperatorRunsSamples(t *testing.T) {
 	}
 }
 
-// longEvaluation is an Evaluation whose engine pod runs for several seconds (an hour of the
-// capacity plan's traffic), by reference to the capacity-planning sample in ns.
-func longEvaluation(ns, name string, seed int64) *blisv1alpha1.Evaluation {
+// longEvaluation is an Evaluation whose engine pod runs for about ten seconds (eight seeds of an
+// hour of the capacity plan's traffic), by reference to the capacity-planning sample in ns.
+func longEvaluation(ns, name string, firstSeed int64) *blisv1alpha1.Evaluation {
+	seeds := make([]int64, 8)
+	for i := range seeds {
+		seeds[i] = firstSeed + int64(i)
+	}
 	return &blisv1alpha1.Evaluation{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: blisv1alpha1.EvaluationSpec{
 			ClusterRef:  &blisv1alpha1.LocalObjectReference{Name: "capacity-qwen7b-a100"},
 			PolicyRef:   &blisv1alpha1.LocalObjectReference{Name: "capacity-baseline"},
 			WorkloadRef: &blisv1alpha1.LocalObjectReference{Name: "capacity-daily-load"},
-			Seeds:       []int64{seed},
+			Seeds:       seeds,
 			Execution: blisv1alpha1.ExecutionSpec{
 				Executor:          blisv1alpha1.ExecutorJob,
 				MaxRetries:        ptr.To[int32](3),
@@ -288,7 +292,7 @@ func TestOperatorRetriesKilledPodAndCleansUp(t *testing.T) {
 	t.Logf("succeeded after %d attempts", ev.Status.Attempts)
 
 	// Deleting a running Evaluation stops its work.
-	doomed := longEvaluation(ns, "deleted-mid-run", 102)
+	doomed := longEvaluation(ns, "deleted-mid-run", 201)
 	if err := c.client.Create(ctx, doomed); err != nil {
 		t.Fatal(err)
 	}
