@@ -85,9 +85,9 @@ type decisionObserver interface {
 	// scheduled: slot left inst's wait queue for the running batch with cached prompt tokens
 	// found in the prefix cache.
 	scheduled(inst, slot, cached int32)
-	// holBlocked: admission on inst stopped because the queue's head could not get its KV
-	// blocks; waiting is the live queue length, head included.
-	holBlocked(inst int32, waiting int32)
+	// holBlocked: admission on inst stopped because the queue's head (slot) could not get its
+	// KV blocks; waiting is the live queue length, head included.
+	holBlocked(inst, slot int32, waiting int32)
 	// batch: inst formed the batch of the step starting at now.
 	batch(in *instance, now int64, preempted bool)
 	// finished: the request in slot left with rec (not called for gateway departures).

@@ -496,7 +496,7 @@ func (s *simulation) admitWaiting(in *instance, now, budget int64) {
 		if !in.kv.Grow(t, n, r.hashes) {
 			in.kv.Release(t) // give back the claimed prefix; head-of-line blocking
 			if in.track && s.ctl.obs != nil {
-				s.ctl.obs.holBlocked(in.idx, in.waitQ.live)
+				s.ctl.obs.holBlocked(in.idx, slot, in.waitQ.live)
 			}
 			return
 		}

@@ -722,6 +722,6 @@ type queueEvents struct{}
 func (queueEvents) queued(_, _ int32)                  {}
 func (queueEvents) leftQueue(_, _ int32)               {}
 func (queueEvents) scheduled(_, _, _ int32)            {}
-func (queueEvents) holBlocked(_ int32, _ int32)        {}
+func (queueEvents) holBlocked(_, _ int32, _ int32)     {}
 func (queueEvents) batch(_ *instance, _ int64, _ bool) {}
 func (queueEvents) finished(_ int32, _ *RequestRecord) {}

@@ -78,8 +78,8 @@ func (t *tracer) scheduled(inst, slot, cached int32) {
 	t.rec.Scheduled(inst, slot, t.s.slab.reqs[slot].class, cached)
 }
 
-func (t *tracer) holBlocked(_ int32, waiting int32) {
-	t.rec.HOLBlocked(waiting)
+func (t *tracer) holBlocked(inst, slot int32, waiting int32) {
+	t.rec.HOLBlocked(inst, t.s.slab.reqs[slot].id, waiting)
 }
 
 func (t *tracer) preempted(now int64, inst, slot int32, id uint64) {

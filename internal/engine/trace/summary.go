@@ -288,9 +288,13 @@ func detect(in *SummaryInput) []issue {
 		}
 		out = append(out, is)
 	}
+	var total float64
+	for _, c := range in.Classes {
+		total += c.Count
+	}
 	for _, c := range in.Classes {
 		if c.Attainment != nil && *c.Attainment < AttainmentLimit {
-			out = append(out, issue{area: "SLO", weight: 5 * (1 - *c.Attainment) * (1 + c.Count/max(h.Injected, 1)),
+			out = append(out, issue{area: "SLO", weight: 5 * (1 - *c.Attainment) * (1 + c.Count/max(total, 1)),
 				title: fmt.Sprintf("class %s attains its SLO for only %s of %s requests (TTFT p99 %sms vs target %sms)",
 					c.Name, pct(*c.Attainment), cnt(c.Count), num(c.TTFTP99Ms), num(c.TargetTTFTMs)),
 				focus: fmt.Sprintf("Protect class %s: route it to less loaded replicas and schedule it ahead of less important classes", c.Name)})
@@ -308,7 +312,7 @@ func detect(in *SummaryInput) []issue {
 		r := float64(a.HOLBlockingEvents) / float64(a.Scheduled)
 		if r > 0.01 {
 			out = append(out, issue{area: "CAPACITY", weight: 3 * min(r, 1),
-				title: fmt.Sprintf("%d head-of-line blocking events: a queue head could not get KV blocks while others waited (%s per batch admission)", a.HOLBlockingEvents, pct(r)),
+				title: fmt.Sprintf("%d head-of-line blocking episodes: a queue head could not get KV blocks while others waited (%s of batch admissions)", a.HOLBlockingEvents, pct(r)),
 				focus: "Spread load by free KV blocks (kv-utilization scorer) and keep long prompts off nearly full replicas"})
 		}
 	}

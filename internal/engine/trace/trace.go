@@ -225,8 +225,9 @@ type Anomalies struct {
 	// PriorityInversions counts admissions into a running batch of a request while a request of
 	// a more important SLO class waited in the same instance's queue.
 	PriorityInversions int64
-	// HOLBlockingEvents counts steps whose admission stopped because the head of the wait
-	// queue could not get its KV blocks while at least one other request waited behind it.
+	// HOLBlockingEvents counts head-of-line blocking episodes: a request at the head of an
+	// instance's wait queue could not get its KV blocks while at least one other request waited
+	// behind it. Consecutive steps blocked by the same head count once.
 	HOLBlockingEvents int64
 	// Admitted and Rejected count requests by final admission decision; Delayed counts DELAY
 	// answers (a delayed request asks again).
@@ -304,6 +305,8 @@ type Recorder struct {
 	// waiting[inst*classes+class] counts live waiting requests by class.
 	waiting []int32
 	classes int
+	// holHead is, per instance, 1 + the ID of the last head found blocked (0 = none).
+	holHead []uint64
 
 	pend    []pending
 	samples []RoutingRecord
@@ -333,6 +336,7 @@ func NewRecorder(cfg Config, rng *rand.Rand) *Recorder {
 	r := &Recorder{cfg: cfg, rng: rng, classes: max(len(cfg.ClassPriority), 1)}
 	r.an.RoutedTo = make([]int64, cfg.Instances)
 	r.waiting = make([]int32, cfg.Instances*r.classes)
+	r.holHead = make([]uint64, cfg.Instances)
 	r.preempt.init(cfg.Ring)
 	if cfg.Level >= LevelFull {
 		r.batches.init(cfg.Ring)
@@ -552,10 +556,15 @@ func (r *Recorder) Scheduled(inst, slot, class int32, cached int32) {
 	}
 }
 
-// HOLBlocked records a step whose admission stopped at a head that could not get its KV
-// blocks; waiting is the live queue length including the head.
-func (r *Recorder) HOLBlocked(waiting int32) {
-	if waiting > 1 {
+// HOLBlocked records a step of instance inst whose admission stopped at the head request id
+// that could not get its KV blocks; waiting is the live queue length including the head. An
+// episode is counted when the head differs from the last blocked head of the instance.
+func (r *Recorder) HOLBlocked(inst int32, id uint64, waiting int32) {
+	if waiting <= 1 || inst < 0 || int(inst) >= len(r.holHead) {
+		return
+	}
+	if h := &r.holHead[inst]; *h != id+1 {
+		*h = id + 1
 		r.an.HOLBlockingEvents++
 	}
 }
