@@ -359,15 +359,21 @@ func WriteInCluster(ctx context.Context, name string, res *evaluation.EngineResu
 }
 
 // PublishFile writes the result file `blis engine --output` wrote (success or failure) into the
-// run's result ConfigMap name, from inside the engine pod (WriteInCluster).
+// run's result ConfigMap name, from inside the engine pod (in-cluster credentials, the pod's
+// namespace).
 func PublishFile(ctx context.Context, path, name string) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("resultstore: reading the engine result: %w", err)
-	}
-	res, err := evaluation.ParseEngineResult(data)
+	res, err := readResultFile(path)
 	if err != nil {
 		return err
 	}
 	return WriteInCluster(ctx, name, res, nil)
+}
+
+// readResultFile reads the result file of `blis engine`.
+func readResultFile(path string) (*evaluation.EngineResult, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("resultstore: reading the engine result: %w", err)
+	}
+	return evaluation.ParseEngineResult(data)
 }

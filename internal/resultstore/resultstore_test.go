@@ -17,14 +17,20 @@ limitations under the License.
 package resultstore
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	blisv1alpha1 "github.com/inference-sim/blis-operator/api/v1alpha1"
 	"github.com/inference-sim/blis-operator/internal/evaluation"
@@ -137,5 +143,48 @@ func TestTraceCapped(t *testing.T) {
 	tr, err := Trace(cm, 1<<30)
 	if err != nil || len(tr) == 0 || !strings.HasSuffix(string(tr), "\n") || !strings.HasPrefix(b.String(), string(tr)) {
 		t.Fatalf("the kept trace must be a prefix cut at a line end (%d bytes, %v)", len(tr), err)
+	}
+}
+
+// TestWriteFillsPreparedConfigMap: Write fills the ConfigMap the operator prepared, refuses one
+// prepared for another input and never creates one.
+func TestWriteFillsPreparedConfigMap(t *testing.T) {
+	prepared := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "run-result",
+		Annotations: map[string]string{AnnotationInputHash: hash}}}
+	other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "other-result",
+		Annotations: map[string]string{AnnotationInputHash: strings.Repeat("cd", 32)}}}
+	c := fake.NewClientBuilder().WithObjects(prepared, other).Build()
+	ctx := context.Background()
+
+	path := filepath.Join(t.TempDir(), "result.json")
+	js, err := json.Marshal(success())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, js, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res, err := readResultFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(ctx, c, "ns", "run-result", res, nil); err != nil {
+		t.Fatal(err)
+	}
+	var got corev1.ConfigMap
+	if err := c.Get(ctx, client.ObjectKeyFromObject(prepared), &got); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := Decode(&got, hash); err != nil || p.Result.Status.Metrics.CompletedRequests != 40 {
+		t.Fatalf("decoded %+v (%v)", p, err)
+	}
+	if err := Write(ctx, c, "ns", "other-result", res, nil); !errors.Is(err, ErrHashMismatch) {
+		t.Fatalf("writing into another run's ConfigMap: %v", err)
+	}
+	if err := Write(ctx, c, "ns", "absent", res, nil); err == nil {
+		t.Fatal("Write created a ConfigMap")
+	}
+	if _, err := readResultFile(filepath.Join(t.TempDir(), "missing.json")); err == nil {
+		t.Fatal("a missing result file was read")
 	}
 }
