@@ -186,3 +186,60 @@ func TestSchemeKnowsBuiltinAndBlisKinds(t *testing.T) {
 		t.Fatal("apps/v1 Deployment is not registered")
 	}
 }
+
+func TestEvaluationFlags(t *testing.T) {
+	o := parse(t)
+	rc := o.reconcilerConfig().Controller
+	if rc.DefaultExecutor != blisv1alpha1.ExecutorJob || rc.InProcessOnly || rc.MaxRunning != 64 || rc.MaxRunningPerNamespace != 32 ||
+		rc.MaxConcurrentReconciles != 4 || rc.JobTTLSeconds != 3600 || rc.DefaultTimeout != 30*time.Minute || rc.InProcessWorkers < 1 {
+		t.Fatalf("defaults %+v", rc)
+	}
+	o = parse(t, "--default-executor=inProcess", "--in-process-only", "--max-running-evaluations=0",
+		"--max-running-evaluations-per-namespace=3", "--in-process-workers=5", "--max-concurrent-reconciles=9",
+		"--job-ttl=90s", "--default-timeout=2m", "--engine-image=img:1", "--engine-image-pull-policy=Never")
+	rc = o.reconcilerConfig().Controller
+	if rc.DefaultExecutor != blisv1alpha1.ExecutorInProcess || !rc.InProcessOnly || rc.MaxRunning != 0 || rc.MaxRunningPerNamespace != 3 ||
+		rc.InProcessWorkers != 5 || rc.MaxConcurrentReconciles != 9 || rc.JobTTLSeconds != 90 || rc.DefaultTimeout != 2*time.Minute ||
+		rc.EngineImage != "img:1" || rc.EnginePullPolicy != "Never" {
+		t.Fatalf("parsed %+v", rc)
+	}
+	for name, args := range map[string][]string{
+		"unknown executor":    {"--default-executor=pod"},
+		"unknown pull policy": {"--engine-image-pull-policy=Sometimes"},
+		"negative cap":        {"--max-running-evaluations=-1"},
+		"no workers":          {"--in-process-workers=0"},
+		"no reconciles":       {"--max-concurrent-reconciles=0"},
+		"sub-second ttl":      {"--job-ttl=10ms"},
+		"sub-second timeout":  {"--default-timeout=0s"},
+		"negative per-ns cap": {"--max-running-evaluations-per-namespace=-2"},
+	} {
+		if _, err := parseFlags(args, env(nil), io.Discard); err == nil {
+			t.Errorf("%s: %q accepted", name, args)
+		}
+	}
+}
+
+func TestManagerCachesOnlyOwnJobsAndConfigMaps(t *testing.T) {
+	scheme, err := newScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mo, _, err := parse(t).managerOptions(scheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mo.Cache.ByObject) != 2 {
+		t.Fatalf("cache restrictions %v", mo.Cache.ByObject)
+	}
+	for obj, by := range mo.Cache.ByObject {
+		if by.Label == nil || !strings.Contains(by.Label.String(), "app.kubernetes.io/managed-by=blis-operator") {
+			t.Errorf("%T cached without the managed-by selector: %v", obj, by.Label)
+		}
+	}
+}
+
+func TestReconcilersAreRegistered(t *testing.T) {
+	if len(reconcilerSetups) == 0 {
+		t.Fatal("no reconcilers join the manager")
+	}
+}
