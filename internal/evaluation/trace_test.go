@@ -222,3 +222,28 @@ func TestAnomalyObjectives(t *testing.T) {
 		t.Errorf("unknown objective: %v", err)
 	}
 }
+
+// BenchmarkTraceSummary builds the issue_focused summary of a loaded run with decision records
+// (the run itself is outside the loop).
+func BenchmarkTraceSummary(b *testing.B) {
+	res, _ := evaluate(b, "always-busiest", nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		if res.TraceSummary() == "" {
+			b.Fatal("empty summary")
+		}
+	}
+}
+
+// BenchmarkTraceSummaryDecisionAudit builds the decision_audit summary.
+func BenchmarkTraceSummaryDecisionAudit(b *testing.B) {
+	res, _ := evaluate(b, "always-busiest", func(ev *blisv1alpha1.Evaluation) {
+		ev.Spec.Trace.SummaryStrategy = trace.StrategyDecisionAudit
+	})
+	b.ReportAllocs()
+	for b.Loop() {
+		if res.TraceSummary() == "" {
+			b.Fatal("empty summary")
+		}
+	}
+}

@@ -3,6 +3,7 @@ package sim
 import (
 	"testing"
 
+	"github.com/inference-sim/blis-operator/internal/engine/trace"
 	"github.com/inference-sim/blis-operator/internal/engine/workload"
 )
 
@@ -102,3 +103,42 @@ func BenchmarkSimBPolicyWeighted(b *testing.B) { runBenchPolicy(b, benchB, bench
 
 // BenchmarkSimBPolicyCEL is workload B with the same profile as a CEL routing expression.
 func BenchmarkSimBPolicyCEL(b *testing.B) { runBenchPolicy(b, benchB, benchCEL) }
+
+// runBenchTrace runs workload B with llm-d's default profile and the given trace setting
+// (nil = no recorder).
+func runBenchTrace(b *testing.B, tc *trace.Config) {
+	cfg := benchConfig(benchB, benchInstance(b))
+	cfg.Router = nil
+	cfg.Policy = parseBundle(b, benchWeighted)
+	cfg.Options.Trace = tc
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := Run(cfg, benchSource(b, benchB))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if tc != nil && res.Trace == nil {
+			b.Fatal("no trace")
+		}
+	}
+}
+
+// BenchmarkSimBTraceOff is workload B with llm-d's default profile and no recorder (the
+// baseline of the trace benchmarks).
+func BenchmarkSimBTraceOff(b *testing.B) { runBenchTrace(b, nil) }
+
+// BenchmarkSimBTraceNone is the same with the anomaly counters (trace level none).
+func BenchmarkSimBTraceNone(b *testing.B) {
+	runBenchTrace(b, &trace.Config{Level: trace.LevelNone})
+}
+
+// BenchmarkSimBTraceDecisions is the same with decision records (sampled, worst, rings, prefix
+// lookups for the counterfactuals).
+func BenchmarkSimBTraceDecisions(b *testing.B) {
+	runBenchTrace(b, &trace.Config{Level: trace.LevelDecisions})
+}
+
+// BenchmarkSimBTraceFull adds the batch-formation ring.
+func BenchmarkSimBTraceFull(b *testing.B) {
+	runBenchTrace(b, &trace.Config{Level: trace.LevelFull})
+}
