@@ -30,6 +30,8 @@ type evaluateFlags struct {
 	numRequests, horizon int64
 	writeInput           string
 	parallelism          int
+	traceLevel, strategy string
+	summaryTokens        int32
 }
 
 func newEvaluateCommand() *cobra.Command {
@@ -51,7 +53,12 @@ cluster instead of a SimulatedCluster; with an Evaluation it replaces the Evalua
 
 Without -f it evaluates the embedded quick-start example (config/samples/quickstart.yaml).
 
---format gepa prints {"score", "reflection"}; --format openevolve a flat metrics dict.`,
+--trace-level, --summary-strategy and --summary-max-tokens replace the Evaluation's trace
+settings (spec.trace), which shape status.anomalies and status.traceSummary.
+
+--format gepa prints {"score", "reflection"}: the score an optimizer maximises and the text for
+its reflection step (the trace summary). --format openevolve prints a flat metrics dict with
+combined_score.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runEvaluate(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd, f)
@@ -72,6 +79,9 @@ Without -f it evaluates the embedded quick-start example (config/samples/quickst
 	fl.Int64Var(&f.horizon, "horizon", 0, "simulated duration in µs, replacing the Evaluation's and the workload's")
 	fl.StringVar(&f.writeInput, "write-input", "", "also write the resolved input (the file blis engine reads) here")
 	fl.IntVar(&f.parallelism, "parallelism", 0, "seeds simulated at once (0 = number of CPUs)")
+	fl.StringVar(&f.traceLevel, "trace-level", "", "trace level (none, decisions, full), replacing the Evaluation's")
+	fl.StringVar(&f.strategy, "summary-strategy", "", "trace summary strategy (issue_focused, decision_audit, counterfactual, pattern_mining)")
+	fl.Int32Var(&f.summaryTokens, "summary-max-tokens", 0, "trace summary budget in estimated tokens (100-4000)")
 	return cmd
 }
 
@@ -131,6 +141,15 @@ func loadEvaluation(stdin io.Reader, cmd *cobra.Command, f *evaluateFlags) (stri
 	if fl.Changed("horizon") {
 		h := f.horizon
 		ev.Spec.Horizon = &h
+	}
+	if fl.Changed("trace-level") {
+		ev.Spec.Trace.Level = blisv1alpha1.TraceLevel(f.traceLevel)
+	}
+	if fl.Changed("summary-strategy") {
+		ev.Spec.Trace.SummaryStrategy = f.strategy
+	}
+	if fl.Changed("summary-max-tokens") {
+		ev.Spec.Trace.SummaryMaxTokens = f.summaryTokens
 	}
 	in, err := m.Inputs(ev, os.ReadFile)
 	if err != nil {

@@ -288,3 +288,49 @@ func TestEvaluateEmbeddedDefault(t *testing.T) {
 		t.Errorf("unexpected notes on stderr: %q", stderr)
 	}
 }
+
+// The trace flags reach status: the reflection of --format gepa is the trace summary with the
+// chosen strategy, --format openevolve carries the anomaly counters, and bad settings are
+// refused with the field named.
+func TestEvaluateTraceFlags(t *testing.T) {
+	base := append(sampleFiles(t), "--evaluation", "cache-aware-chat", "--num-requests", "80", "--seeds", "3", "-o", "json")
+	out, _, err := evaluateCLI(t, append(base, "--trace-level", "decisions", "--summary-strategy", "decision_audit", "--format", "gepa")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g struct {
+		Score      float64 `json:"score"`
+		Reflection string  `json:"reflection"`
+	}
+	if err := json.Unmarshal([]byte(out), &g); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err = evaluateCLI(t, append(base, "--trace-level", "decisions", "--summary-strategy", "decision_audit")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := mustStatus(t, out)
+	if st.TraceSummary == "" || !strings.Contains(g.Reflection, st.TraceSummary) ||
+		!strings.Contains(st.TraceSummary, "## Decision Audit (") || st.Anomalies == nil {
+		t.Errorf("reflection:\n%s\nstatus summary:\n%s", g.Reflection, st.TraceSummary)
+	}
+	out, _, err = evaluateCLI(t, append(base, "--format", "openevolve")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flat map[string]float64
+	if err := json.Unmarshal([]byte(out), &flat); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := flat["anomalies/priorityInversions"]; !ok {
+		t.Errorf("openevolve output without anomalies: %v", flat)
+	}
+	if _, _, err := evaluateCLI(t, append(base, "--trace-level", "loud")...); err == nil ||
+		!strings.Contains(err.Error(), `Evaluation cache-aware-chat: spec.trace.level: unknown trace level "loud"`) {
+		t.Errorf("bad level: %v", err)
+	}
+	if _, _, err := evaluateCLI(t, append(base, "--summary-max-tokens", "5")...); err == nil ||
+		!strings.Contains(err.Error(), "spec.trace.summaryMaxTokens: must be in [100, 4000], got 5") {
+		t.Errorf("bad budget: %v", err)
+	}
+}
