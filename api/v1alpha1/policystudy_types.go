@@ -320,10 +320,11 @@ type PolicyStudySpec struct {
 	// +optional
 	Parallelism int32 `json:"parallelism,omitempty"`
 
-	// execution is copied into every child Evaluation (default: the in-process executor).
+	// execution is copied into every child Evaluation. Absent, children run in the manager's
+	// in-process worker pool; when set, its executor defaults to job as in an Evaluation.
 	// +kubebuilder:default={executor: inProcess}
 	// +optional
-	Execution ExecutionSpec `json:"execution,omitempty"`
+	Execution *ExecutionSpec `json:"execution,omitempty"`
 
 	// promotion writes the winner as a PolicyBundle and as llm-d configuration.
 	// +optional

@@ -1912,7 +1912,11 @@ func (in *PolicyStudySpec) DeepCopyInto(out *PolicyStudySpec) {
 		**out = **in
 	}
 	out.Budget = in.Budget
-	in.Execution.DeepCopyInto(&out.Execution)
+	if in.Execution != nil {
+		in, out := &in.Execution, &out.Execution
+		*out = new(ExecutionSpec)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.Promotion != nil {
 		in, out := &in.Promotion, &out.Promotion
 		*out = new(PromotionSpec)

@@ -57,6 +57,8 @@ type Trial struct {
 	Score float64
 	// Objectives are the normalised objective values (higher is better), when Succeeded.
 	Objectives []float64
+	// Ref is kept with the trial for the caller (the name of the trial's PolicyBundle).
+	Ref string
 }
 
 // Candidate is a trial to create.
