@@ -118,6 +118,10 @@ func TestOperatorRunsSamples(t *testing.T) {
 	jobRuns := 0
 	for _, ev := range list.Items {
 		st := ev.Status
+		if st.CompletionTime != nil {
+			t.Logf("%s (%s executor, %d seeds): created to Succeeded in %v", ev.Name, ev.Spec.Execution.Executor,
+				len(ev.Spec.Seeds), st.CompletionTime.Sub(ev.CreationTimestamp.Time))
+		}
 		if st.Metrics == nil || st.Metrics.CompletedRequests == 0 || len(st.InputHash) != 64 || st.CompletionTime == nil {
 			t.Errorf("%s: incomplete status %+v", ev.Name, st)
 			continue
@@ -177,6 +181,13 @@ func TestOperatorRunsSamples(t *testing.T) {
 	}
 	if strings.Count(out, "Succeeded") != len(list.Items) {
 		t.Errorf("kubectl shows %d Succeeded rows, want %d", strings.Count(out, "Succeeded"), len(list.Items))
+	}
+
+	// The manager's peak memory so far (it ran the in-process samples), as the kernel sees it.
+	_, mpod := managerPod(ctx, t, c)
+	_, id, _ := strings.Cut(mpod.Status.ContainerStatuses[0].ContainerID, "://")
+	if pid, err := containerPID(id); err == nil {
+		t.Logf("manager process: peak RSS %s, RSS now %s", procStatus(t, pid)["VmHWM"], procStatus(t, pid)["VmRSS"])
 	}
 
 	// Exact result reuse: the same input again gets the result without a Job.
