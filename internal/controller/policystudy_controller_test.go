@@ -17,8 +17,14 @@ limitations under the License.
 package controller
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -26,7 +32,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -558,5 +566,49 @@ func TestPolicyStudyAdmission(t *testing.T) {
 			t.Errorf("%s: %s", name, describeStudy(failed))
 		}
 		t.Logf("%s: %s", name, c.Message)
+	}
+}
+
+// TestPolicyStudySamplesAccepted: every document of config/samples/studies is accepted by the
+// API server.
+func TestPolicyStudySamplesAccepted(t *testing.T) {
+	ns := newNamespace(t)
+	files, err := filepath.Glob(filepath.Join(env.RepoRoot, "config", "samples", "studies", "*.yaml"))
+	if err != nil || len(files) < 4 {
+		t.Fatalf("study samples: %v %v", files, err)
+	}
+	studies := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+		for {
+			chunk, err := rd.Read()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal(chunk, &u.Object); err != nil {
+				t.Fatal(err)
+			}
+			if len(u.Object) == 0 {
+				continue
+			}
+			u.SetNamespace(ns)
+			if err := env.Client.Create(context.Background(), u); err != nil {
+				t.Errorf("%s: %s %s rejected: %v", filepath.Base(f), u.GetKind(), u.GetName(), err)
+			}
+			if u.GetKind() == "PolicyStudy" {
+				studies++
+			}
+		}
+	}
+	if studies < 3 {
+		t.Errorf("%d PolicyStudy samples", studies)
 	}
 }
