@@ -66,6 +66,8 @@ const (
 
 	// ReasonJobCreated: the engine Job was created.
 	ReasonJobCreated = "JobCreated"
+	// ReasonJobSuspended: the engine Job is suspended, waiting for Kueue to admit it.
+	ReasonJobSuspended = "JobSuspended"
 	// ReasonJobRunning: the engine Job has a pod running.
 	ReasonJobRunning = "JobRunning"
 	// ReasonRetrying: an engine pod failed and the Job retries within its budget.
@@ -103,6 +105,8 @@ const (
 	ReasonNotReady = "NotReady"
 	// ReasonValid: a SimulatedCluster, PolicyBundle or WorkloadSpec passed validation.
 	ReasonValid = "Valid"
+	// ReasonValidationIncomplete: the engine could not complete an object's validation.
+	ReasonValidationIncomplete = "ValidationIncomplete"
 )
 
 // setCondition sets a condition with the object's generation and a bounded message. The

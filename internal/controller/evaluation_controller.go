@@ -937,6 +937,9 @@ func (r *EvaluationReconciler) observeJob(ctx context.Context, log logr.Logger, 
 		msg = fmt.Sprintf("engine pod failed %d times; the Job retries within its budget (backoffLimit)", jv.failures)
 	case jv.active > 0:
 		reason, msg = ReasonJobRunning, "engine Job "+runName(ev)+" is running"
+	case jv.suspended:
+		reason = ReasonJobSuspended
+		msg = fmt.Sprintf("engine Job %s is suspended, waiting for admission (Kueue queue %q)", runName(ev), ev.Spec.Execution.QueueName)
 	}
 	if c := findCondition(st.Conditions, blisv1alpha1.ConditionRunning); c != nil && c.Reason != reason && reason == ReasonRetrying {
 		post.event(corev1.EventTypeWarning, ReasonRetrying, "%s", msg)

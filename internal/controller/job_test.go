@@ -226,9 +226,17 @@ func TestJobResultChecks(t *testing.T) {
 	}
 	waitCondition(t, ns, "refused", blisv1alpha1.ConditionFailed, metav1.ConditionTrue, evaluation.ReasonEngineVersionMismatch)
 
-	// The Job fails beyond its retries.
+	// The Job fails beyond its retries (after waiting suspended, as Kueue would hold it).
 	create(t, testEval(ns, "crashing", blisv1alpha1.ExecutorJob, 13))
 	_, job := runningJob(t, ns, "crashing")
+	job.Spec.Suspend = ptr.To(true)
+	if err := env.Client.Update(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, ns, "crashing", blisv1alpha1.ConditionRunning, metav1.ConditionTrue, ReasonJobSuspended)
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(job), job); err != nil {
+		t.Fatal(err)
+	}
 	now := metav1.Now()
 	job.Status.StartTime = &now
 	job.Status.Failed = 3

@@ -247,10 +247,13 @@ type jobView struct {
 	startTime *metav1.Time
 	// attempt is the attempt number of the Job's first pod.
 	attempt int32
+	// suspended is set while the Job waits for admission (Kueue).
+	suspended bool
 }
 
 func viewJob(job *batchv1.Job) jobView {
 	v := jobView{exists: true, active: job.Status.Active, failures: job.Status.Failed, startTime: job.Status.StartTime, attempt: 1}
+	v.suspended = job.Spec.Suspend != nil && *job.Spec.Suspend
 	if n, err := strconv.Atoi(job.Annotations[AnnotationAttempt]); err == nil && n > 0 {
 		v.attempt = int32(n)
 	}

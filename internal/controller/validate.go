@@ -50,7 +50,9 @@ var (
 
 // validation is the outcome of validating one object.
 type validation struct {
-	ok       bool
+	ok bool
+	// unknown is set when the validation could not complete.
+	unknown  bool
 	reason   string
 	message  string
 	resolved *evaluation.Resolved
@@ -85,8 +87,10 @@ func validateAlone(name string, cluster *blisv1alpha1.SimulatedCluster, policy *
 	var re *evaluation.Error
 	if errors.As(err, &re) {
 		if re.Kind != kind && re.Kind != evaluation.KindConfigMap {
-			// The fault lies in a probe companion, not in the object: nothing to report on it.
-			return validation{ok: true, reason: ReasonValid, message: "passed the engine's validation"}
+			// A probe companion failed before the object was fully checked: say so rather than
+			// claim the object valid.
+			return validation{unknown: true, reason: ReasonValidationIncomplete,
+				message: "the engine could not complete the validation of " + kind + " " + name + ": " + re.Error()}
 		}
 		reason := ReasonInvalidSpec
 		switch re.Reason {
@@ -124,11 +128,14 @@ func readConfigMaps(ctx context.Context, r client.Reader, namespace string, name
 	return out, nil
 }
 
-// readyStatus sets the Ready condition from v and reports whether it changed.
+// readyStatus sets the Ready condition from v.
 func readyStatus(conds *[]metav1.Condition, gen int64, v validation) {
 	status := metav1.ConditionFalse
-	if v.ok {
+	switch {
+	case v.ok:
 		status = metav1.ConditionTrue
+	case v.unknown:
+		status = metav1.ConditionUnknown
 	}
 	setCondition(conds, gen, blisv1alpha1.ConditionReady, status, v.reason, v.message)
 }
