@@ -139,6 +139,7 @@ var metricDefs = []metricDef{
 	{"loadImbalance", false, scaleRatio, anomaly(func(a *trace.Anomalies) (float64, bool) { return a.LoadImbalance(), a.Routed > 0 }), nil},
 	{"tailLatencyBlowup", false, scaleBlowup, func(x *seedData) (float64, bool) { return TailBlowup(x.o), x.o.TTFTP50Ms > 0 }, nil},
 	{"kvPeakUtilization", false, scaleFraction, func(x *seedData) (float64, bool) { return x.kvPeak, true }, nil},
+	{"kvMeanUtilization", false, scaleFraction, anomaly(func(a *trace.Anomalies) (float64, bool) { return a.KVMeanUtilization(), a.Steps > 0 }), nil},
 }
 
 // classDef is one per-class metric.
@@ -150,11 +151,12 @@ type classDef struct {
 	set     func(m *blisv1alpha1.ClassMetrics, v float64)
 }
 
-// classDefs are the per-class metrics of status.metrics.perClass. rejectedRequests is not
-// listed: the engine's per-class report does not separate rejections from other outcomes.
+// classDefs are the per-class (and per-tenant) metrics of status.metrics.perClass.
 var classDefs = []classDef{
 	{"completedRequests", true, scaleRequests, func(c *metrics.ClassOutput) (float64, bool) { return float64(c.Completed), true },
 		func(m *blisv1alpha1.ClassMetrics, v float64) { m.CompletedRequests = roundInt(v) }},
+	{"rejectedRequests", true, scaleRequests, func(c *metrics.ClassOutput) (float64, bool) { return float64(c.Rejected), true },
+		func(m *blisv1alpha1.ClassMetrics, v float64) { m.RejectedRequests = roundInt(v) }},
 	{"ttftP99Ms", false, scaleTTFT, func(c *metrics.ClassOutput) (float64, bool) { return c.TTFTP99Ms, true },
 		func(m *blisv1alpha1.ClassMetrics, v float64) { m.TtftP99Ms = v }},
 	{"e2eP99Ms", false, scaleE2E, func(c *metrics.ClassOutput) (float64, bool) { return c.E2EP99Ms, true },

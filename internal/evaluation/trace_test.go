@@ -204,6 +204,8 @@ func TestAnomalyObjectives(t *testing.T) {
 			{Name: "jainFairnessIndex", Direction: "maximize", Weight: 1},
 			{Name: "tailLatencyBlowup", Direction: "minimize", Weight: 1},
 			{Name: "holBlockingEvents", Direction: "minimize", Weight: 1},
+			{Name: "kvMeanUtilization", Direction: "maximize", Weight: 1},
+			{Name: "rejectedRequests/critical", Direction: "minimize", Weight: 1},
 		}
 	})
 	got := map[string]float64{}
@@ -211,7 +213,8 @@ func TestAnomalyObjectives(t *testing.T) {
 		got[f.Name] = f.Value
 	}
 	// loadImbalance 4 normalises to 1 / (1 + 4) = 0.2.
-	if got["loadImbalance"] != 0.2 || got["jainFairnessIndex"] != 1 || got["tailLatencyBlowup"] >= 0.5 || got["holBlockingEvents"] >= 1 {
+	if got["loadImbalance"] != 0.2 || got["jainFairnessIndex"] != 1 || got["tailLatencyBlowup"] >= 0.5 || got["holBlockingEvents"] >= 1 ||
+		got["kvMeanUtilization"] <= 0 || got["kvMeanUtilization"] >= 1 || got["rejectedRequests/critical"] != 1 {
 		t.Errorf("fitness %v", got)
 	}
 	m := pathologies(t)

@@ -89,6 +89,7 @@ func (t *tracer) preempted(now int64, inst, slot int32, id uint64) {
 }
 
 func (t *tracer) batch(in *instance, now int64, preempted bool) {
+	t.rec.Step(in.kv.Utilization())
 	if t.rec.Level() < trace.LevelFull {
 		return
 	}

@@ -98,6 +98,13 @@ func TestTraceDoesNotChangeResults(t *testing.T) {
 		if tr.Anomalies.Routed != int64(len(reqs)) {
 			t.Errorf("level %v: routed %d of %d", lv, tr.Anomalies.Routed, len(reqs))
 		}
+		var steps int64
+		for i := range res.Instances {
+			steps += res.Instances[i].Steps
+		}
+		if tr.Anomalies.Steps != steps || tr.Anomalies.KVMeanUtilization() <= 0 || tr.Anomalies.KVMeanUtilization() > 1 {
+			t.Errorf("level %v: %d steps recorded of %d, mean KV %v", lv, tr.Anomalies.Steps, steps, tr.Anomalies.KVMeanUtilization())
+		}
 		if lv == trace.LevelNone {
 			if len(tr.Samples)+len(tr.Worst)+len(tr.Preemptions)+len(tr.Batches) != 0 {
 				t.Errorf("level none kept records")

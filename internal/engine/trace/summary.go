@@ -255,6 +255,9 @@ func (b *builder) outcome(in *SummaryInput) {
 	if h.CacheHitRate != nil {
 		b.line("- Prefix cache hit rate: %s", pct(*h.CacheHitRate))
 	}
+	if t := in.Trace; t != nil && t.Anomalies.Steps > 0 {
+		b.line("- KV cache utilization: mean %s over %d engine steps", pct(t.Anomalies.KVMeanUtilization()), t.Anomalies.Steps)
+	}
 	if h.Jain != nil {
 		b.line("- Fairness (Jain over %d tenants): %s", len(in.Tenants), strconv.FormatFloat(*h.Jain, 'f', 3, 64))
 	}

@@ -245,6 +245,19 @@ type Anomalies struct {
 	ScoreRegretDecisions, PrefixRegretDecisions int64
 	// Reasons count rejections and delays by reason, in first-seen order.
 	Reasons []ReasonCount
+	// Steps counts engine steps of every instance; KVUtilizationSum sums the fraction of the
+	// stepping instance's KV blocks in use after each step's batch formation.
+	Steps            int64
+	KVUtilizationSum float64
+}
+
+// KVMeanUtilization is the mean KV utilization over engine steps (0 without steps): a per-step
+// average, so idle time does not count.
+func (a *Anomalies) KVMeanUtilization() float64 {
+	if a.Steps == 0 {
+		return 0
+	}
+	return a.KVUtilizationSum / float64(a.Steps)
 }
 
 // LoadImbalance is the most routed requests of one instance over the mean per instance (1 =
@@ -575,6 +588,12 @@ func (r *Recorder) Preempted(now int64, inst int32, id uint64, class int32) {
 	if r.Decisions() {
 		r.preempt.put(PreemptionRecord{Time: now, Instance: inst, ID: id, Class: class})
 	}
+}
+
+// Step records an engine step's KV utilization after batch formation.
+func (r *Recorder) Step(kvUtilization float64) {
+	r.an.Steps++
+	r.an.KVUtilizationSum += kvUtilization
 }
 
 // Batch records a batch formation (kept at level full).
