@@ -250,3 +250,21 @@ func BenchmarkTraceSummaryDecisionAudit(b *testing.B) {
 		}
 	}
 }
+
+// The summary never exceeds the status limit, cut at a line boundary.
+func TestSummaryStatusLimit(t *testing.T) {
+	_, st := evaluate(t, "always-busiest", func(ev *blisv1alpha1.Evaluation) {
+		ev.Spec.Trace.SummaryMaxTokens = 4000
+		ev.Spec.Trace.SummaryStrategy = trace.StrategyDecisionAudit
+		ev.Spec.Trace.Level = blisv1alpha1.TraceFull
+	})
+	if n := len(st.TraceSummary); n > blisv1alpha1.MaxTraceSummaryLength || n < 2000 || !strings.HasSuffix(st.TraceSummary, "\n") {
+		t.Errorf("summary of %d bytes", n)
+	}
+	if got := truncateSummary("ab\ncd\nef\n", 7); got != "ab\ncd\n" {
+		t.Errorf("truncate: %q", got)
+	}
+	if got := truncateSummary("abcdef", 3); got != "" {
+		t.Errorf("truncate without a line break: %q", got)
+	}
+}

@@ -499,8 +499,10 @@ func (b *builder) audit(in *SummaryInput) {
 	b.line("- %d met their class target, %d did not; %d found part of the prompt cached", ok, miss, hit)
 	b.line("- %d decisions had a better-scored alternative, %d an alternative holding more of the prefix",
 		t.Anomalies.ScoreRegretDecisions, t.Anomalies.PrefixRegretDecisions)
-	// An even spread of the sample, in request order.
-	step := max(len(t.Samples)/6, 1)
+	// An even spread of the sample, in request order: about one decision per 900 bytes of
+	// budget (a decision takes 600-700), leaving room for the worst decisions.
+	show := min(max(b.limit/900, 3), 24, len(t.Samples))
+	step := max(len(t.Samples)/show, 1)
 	for i := 0; i < len(t.Samples); i += step {
 		head, rest := describe(in, &t.Samples[i])
 		if !b.line("- %s [%s]\n   %s", head, mark(t.Samples[i].Severity <= 1 && t.Samples[i].Outcome == OutcomeCompleted), rest) {
