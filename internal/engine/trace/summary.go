@@ -307,16 +307,18 @@ func detect(in *SummaryInput) []issue {
 		r := float64(a.PriorityInversions) / float64(a.Scheduled)
 		if r > 0.01 {
 			out = append(out, issue{area: "SCHEDULING", weight: 4 * r,
-				title: fmt.Sprintf("%d priority inversions (%s of batch admissions): less important requests entered batches while more important ones waited on the same replica", a.PriorityInversions, pct(r)),
-				focus: "Order the wait queue by SLO class (priority slo-based with scheduler priority-fcfs); check the priority policy's sign"})
+				title:   fmt.Sprintf("%d priority inversions (%s of batch admissions): less important requests entered batches while more important ones waited on the same replica", a.PriorityInversions, pct(r)),
+				details: []string{"inversions per replica: " + joinInts(a.InversionsAt, 8)},
+				focus:   "Order the wait queue by SLO class (priority slo-based with scheduler priority-fcfs); check the priority policy's sign"})
 		}
 	}
 	if a.HOLBlockingEvents > 0 && a.Scheduled > 0 {
 		r := float64(a.HOLBlockingEvents) / float64(a.Scheduled)
 		if r > 0.01 {
 			out = append(out, issue{area: "CAPACITY", weight: 3 * min(r, 1),
-				title: fmt.Sprintf("%d head-of-line blocking episodes: a queue head could not get KV blocks while others waited (%s of batch admissions)", a.HOLBlockingEvents, pct(r)),
-				focus: "Spread load by free KV blocks (kv-utilization scorer) and keep long prompts off nearly full replicas"})
+				title:   fmt.Sprintf("%d head-of-line blocking episodes: a queue head could not get KV blocks while others waited (%s of batch admissions)", a.HOLBlockingEvents, pct(r)),
+				details: []string{"episodes per replica: " + joinInts(a.HOLAt, 8)},
+				focus:   "Spread load by free KV blocks (kv-utilization scorer) and keep long prompts off nearly full replicas"})
 		}
 	}
 	if li := a.LoadImbalance(); in.Replicas > 1 && li > ImbalanceRatio {
@@ -342,9 +344,17 @@ func detect(in *SummaryInput) []issue {
 			focus: "The workload's longest requests do not fit the replicas' configuration"})
 	}
 	if h.Completed > 0 && h.Preemptions/h.Completed > 0.1 {
-		out = append(out, issue{area: "PREEMPTION", weight: h.Preemptions / h.Completed,
+		is := issue{area: "PREEMPTION", weight: h.Preemptions / h.Completed,
 			title: fmt.Sprintf("%s preemptions for %s completed requests", cnt(h.Preemptions), cnt(h.Completed)),
-			focus: "Avoid KV exhaustion: route by free KV blocks, or admit fewer long requests at once"})
+			focus: "Avoid KV exhaustion: route by free KV blocks, or admit fewer long requests at once"}
+		if in.Trace != nil {
+			if p := in.Trace.Preemptions; len(p) > 0 {
+				e := p[len(p)-1]
+				is.details = append(is.details, fmt.Sprintf("e.g. t=%ss replica %d preempted req_%d (%s)",
+					num(float64(e.Time)/1e6), e.Instance, e.ID, nameAt(in.ClassNames, e.Class, "class")))
+			}
+		}
+		out = append(out, is)
 	}
 	if a.Routed > 0 && a.PrefixRegretDecisions > 0 {
 		r := float64(a.PrefixRegretDecisions) / float64(a.Routed)

@@ -240,6 +240,8 @@ type Anomalies struct {
 	// Routed counts routing decisions; RoutedTo the requests routed to each instance.
 	Routed   int64
 	RoutedTo []int64
+	// InversionsAt and HOLAt split PriorityInversions and HOLBlockingEvents by instance.
+	InversionsAt, HOLAt []int64
 	// ScoreRegretDecisions and PrefixRegretDecisions count routing decisions (at level
 	// decisions or full) with a positive score or prefix regret.
 	ScoreRegretDecisions, PrefixRegretDecisions int64
@@ -348,6 +350,8 @@ func NewRecorder(cfg Config, rng *rand.Rand) *Recorder {
 	}
 	r := &Recorder{cfg: cfg, rng: rng, classes: max(len(cfg.ClassPriority), 1)}
 	r.an.RoutedTo = make([]int64, cfg.Instances)
+	r.an.InversionsAt = make([]int64, cfg.Instances)
+	r.an.HOLAt = make([]int64, cfg.Instances)
 	r.waiting = make([]int32, cfg.Instances*r.classes)
 	r.holHead = make([]uint64, cfg.Instances)
 	r.preempt.init(cfg.Ring)
@@ -558,6 +562,7 @@ func (r *Recorder) Scheduled(inst, slot, class int32, cached int32) {
 	for k := range r.classes {
 		if r.waiting[base+k] > 0 && r.prio(k) > p {
 			r.an.PriorityInversions++
+			r.an.InversionsAt[inst]++
 			break
 		}
 	}
@@ -579,6 +584,7 @@ func (r *Recorder) HOLBlocked(inst int32, id uint64, waiting int32) {
 	if h := &r.holHead[inst]; *h != id+1 {
 		*h = id + 1
 		r.an.HOLBlockingEvents++
+		r.an.HOLAt[inst]++
 	}
 }
 

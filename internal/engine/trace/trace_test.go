@@ -48,8 +48,8 @@ func TestPriorityInversions(t *testing.T) {
 	r.LeftQueue(0, 1) // timed out while waiting: no longer an inversion
 	r.Queued(0, 0)
 	r.Scheduled(0, 3, 0, 0)
-	if r.an.PriorityInversions != 1 {
-		t.Errorf("a departed request still counted: %d", r.an.PriorityInversions)
+	if r.an.PriorityInversions != 1 || r.an.InversionsAt[0] != 1 || r.an.InversionsAt[1] != 0 {
+		t.Errorf("a departed request still counted: %d (%v)", r.an.PriorityInversions, r.an.InversionsAt)
 	}
 }
 
@@ -61,8 +61,8 @@ func TestHOLEpisodes(t *testing.T) {
 	r.HOLBlocked(1, 7, 2) // another instance
 	r.HOLBlocked(0, 8, 1) // nothing waits behind
 	r.HOLBlocked(0, 9, 2)
-	if r.an.HOLBlockingEvents != 3 {
-		t.Errorf("%d episodes", r.an.HOLBlockingEvents)
+	if r.an.HOLBlockingEvents != 3 || r.an.HOLAt[0] != 2 || r.an.HOLAt[1] != 1 {
+		t.Errorf("%d episodes (%v)", r.an.HOLBlockingEvents, r.an.HOLAt)
 	}
 }
 
