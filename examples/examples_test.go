@@ -33,7 +33,7 @@ func buildBlis(t *testing.T) string {
 func python(t *testing.T, bin string, wantOK bool, args ...string) []byte {
 	t.Helper()
 	cmd := exec.Command("python3", args...)
-	cmd.Env = append(os.Environ(), "BLIS_BIN="+bin)
+	cmd.Env = append(os.Environ(), "BLIS_BIN="+bin, "PYTHONDONTWRITEBYTECODE=1")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

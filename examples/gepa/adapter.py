@@ -21,11 +21,12 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True  # keep the examples directory clean
 sys.path.insert(0, os.path.join(HERE, "..", "openevolve"))
 from evaluator import bundle_manifest  # noqa: E402  (shared manifest helper)
 
 try:  # GEPA's own result type, when available.
-    from gepa import EvaluationBatch  # type: ignore
+    from gepa.core.adapter import EvaluationBatch  # type: ignore
 except ImportError:  # pragma: no cover - exercised without gepa installed
     @dataclasses.dataclass
     class EvaluationBatch:  # pylint: disable=too-few-public-methods
