@@ -32,6 +32,7 @@ type evaluateFlags struct {
 	parallelism          int
 	traceLevel, strategy string
 	summaryTokens        int32
+	traceOutput          string
 }
 
 func newEvaluateCommand() *cobra.Command {
@@ -54,7 +55,9 @@ cluster instead of a SimulatedCluster; with an Evaluation it replaces the Evalua
 Without -f it evaluates the embedded quick-start example (config/samples/quickstart.yaml).
 
 --trace-level, --summary-strategy and --summary-max-tokens replace the Evaluation's trace
-settings (spec.trace), which shape status.anomalies and status.traceSummary.
+settings (spec.trace), which shape status.anomalies and status.traceSummary; --trace-output
+writes the records the trace kept (counters, sampled and worst decisions, rejections,
+preemptions and, at level full, batch formations) for every seed as JSON.
 
 --format gepa prints {"score", "reflection"}: the score an optimizer maximises and the text for
 its reflection step (the trace summary). --format openevolve prints a flat metrics dict with
@@ -82,6 +85,7 @@ combined_score.`,
 	fl.StringVar(&f.traceLevel, "trace-level", "", "trace level (none, decisions, full), replacing the Evaluation's")
 	fl.StringVar(&f.strategy, "summary-strategy", "", "trace summary strategy (issue_focused, decision_audit, counterfactual, pattern_mining)")
 	fl.Int32Var(&f.summaryTokens, "summary-max-tokens", 0, "trace summary budget in estimated tokens (100-4000)")
+	fl.StringVar(&f.traceOutput, "trace-output", "", "also write every seed's kept trace records (JSON) here")
 	return cmd
 }
 
@@ -196,6 +200,15 @@ func runEvaluate(ctx context.Context, stdout, stderr io.Writer, cmd *cobra.Comma
 	res, err := evaluation.RunWithOptions(ctx, r, evaluation.Options{Parallelism: f.parallelism})
 	if err != nil {
 		return err
+	}
+	if f.traceOutput != "" {
+		js, err := json.MarshalIndent(map[string]any{"seeds": res.Traces()}, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(f.traceOutput, append(js, '\n'), 0o644); err != nil {
+			return fmt.Errorf("writing --trace-output: %w", err)
+		}
 	}
 	st := res.Status()
 	var out any = st

@@ -325,6 +325,37 @@ func TestEvaluateTraceFlags(t *testing.T) {
 	if _, ok := flat["anomalies/priorityInversions"]; !ok {
 		t.Errorf("openevolve output without anomalies: %v", flat)
 	}
+	path := filepath.Join(t.TempDir(), "trace.json")
+	if _, _, err := evaluateCLI(t, append(base, "--trace-level", "full", "--trace-output", path)...); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var traces struct {
+		Seeds []struct {
+			Seed    int64    `json:"seed"`
+			Classes []string `json:"classes"`
+			Trace   struct {
+				Level   string
+				Samples []struct {
+					ID      uint64
+					Outcome string
+				}
+				Batches   []struct{ Running int32 }
+				Anomalies struct{ Routed int64 }
+			} `json:"trace"`
+		} `json:"seeds"`
+	}
+	if err := json.Unmarshal(data, &traces); err != nil {
+		t.Fatal(err)
+	}
+	if s := traces.Seeds; len(s) != 1 || s[0].Seed != 3 || s[0].Trace.Anomalies.Routed != 80 || len(s[0].Trace.Samples) != 80 ||
+		s[0].Trace.Level != "full" || s[0].Trace.Samples[0].Outcome != "completed" ||
+		len(s[0].Trace.Batches) == 0 || len(s[0].Classes) == 0 {
+		t.Errorf("trace output: %s", data[:min(len(data), 400)])
+	}
 	if _, _, err := evaluateCLI(t, append(base, "--trace-level", "loud")...); err == nil ||
 		!strings.Contains(err.Error(), `Evaluation cache-aware-chat: spec.trace.level: unknown trace level "loud"`) {
 		t.Errorf("bad level: %v", err)

@@ -102,3 +102,27 @@ func truncateSummary(text string, limit int) string {
 	}
 	return text[:cut+1]
 }
+
+// SeedTrace is one seed's trace with the names its class and tenant indexes refer to.
+type SeedTrace struct {
+	// Seed is the simulation seed.
+	Seed int64 `json:"seed"`
+	// Classes and Tenants name the records' class and tenant indexes.
+	Classes []string `json:"classes,omitempty"`
+	Tenants []string `json:"tenants,omitempty"`
+	// Trace holds the counters and the kept records (bounded, see docs/traces.md).
+	Trace *trace.Trace `json:"trace"`
+}
+
+// Traces returns every seed's trace, in seed order.
+func (r *Result) Traces() []SeedTrace {
+	out := make([]SeedTrace, 0, len(r.Seeds))
+	for _, s := range r.Seeds {
+		st := SeedTrace{Seed: s.Seed, Trace: s.trace}
+		if s.names != nil {
+			st.Classes, st.Tenants = s.names.SLOClasses, s.names.Tenants
+		}
+		out = append(out, st)
+	}
+	return out
+}

@@ -49,6 +49,9 @@ func (l Level) String() string {
 	return "none"
 }
 
+// MarshalText writes the level's name (in JSON trace output).
+func (l Level) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
+
 // ParseLevel reads a level name: none (or empty), decisions or full.
 func ParseLevel(s string) (Level, error) {
 	switch s {
@@ -101,6 +104,22 @@ const (
 	Delayed
 )
 
+// String names the action.
+func (a Action) String() string {
+	switch a {
+	case Admitted:
+		return "admitted"
+	case Rejected:
+		return "rejected"
+	case Delayed:
+		return "delayed"
+	}
+	return "unknown"
+}
+
+// MarshalText writes the action's name (in JSON trace output).
+func (a Action) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
+
 // Outcome is how a traced request ended.
 type Outcome uint8
 
@@ -122,6 +141,9 @@ func (o Outcome) String() string {
 	}
 	return "unknown"
 }
+
+// MarshalText writes the outcome's name (in JSON trace output).
+func (o Outcome) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
 
 // ReplicaView is what the router saw of one instance when it decided, and what the request
 // would have found in that instance's prefix cache.
