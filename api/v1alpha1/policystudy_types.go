@@ -180,7 +180,9 @@ type StudyAlgorithm struct {
 type StudyBudget struct {
 	// maxEvaluations is the number of Evaluations the study creates at most. It may be raised
 	// while the study runs or after it completed with BudgetExhausted, to search further.
-	// +kubebuilder:validation:Minimum=1
+	// 0 makes a leaderboard-only study: it creates nothing and ranks the Evaluations other
+	// clients (an external optimizer) create with its label.
+	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=10000
 	// +required
 	MaxEvaluations int32 `json:"maxEvaluations"`
@@ -233,6 +235,8 @@ type PromotionSpec struct {
 // immutable; budget, parallelism and promotion may change while the study runs.
 //
 // +kubebuilder:validation:XValidation:rule="!(has(self.basePolicyRef) && has(self.basePolicy))",message="set at most one of basePolicyRef and basePolicy"
+// +kubebuilder:validation:XValidation:rule="has(self.searchSpace) || self.budget.maxEvaluations == 0",message="searchSpace is required unless budget.maxEvaluations is 0 (a leaderboard-only study)"
+// +kubebuilder:validation:XValidation:rule="has(self.searchSpace) == has(oldSelf.searchSpace)",message="searchSpace is immutable; create a new PolicyStudy"
 // +kubebuilder:validation:XValidation:rule="has(self.basePolicyRef) == has(oldSelf.basePolicyRef) && (!has(self.basePolicyRef) || self.basePolicyRef == oldSelf.basePolicyRef)",message="basePolicyRef is immutable; create a new PolicyStudy"
 // +kubebuilder:validation:XValidation:rule="has(self.basePolicy) == has(oldSelf.basePolicy) && (!has(self.basePolicy) || self.basePolicy == oldSelf.basePolicy)",message="basePolicy is immutable; create a new PolicyStudy"
 // +kubebuilder:validation:XValidation:rule="has(self.seeds) == has(oldSelf.seeds) && (!has(self.seeds) || self.seeds == oldSelf.seeds)",message="seeds are immutable; create a new PolicyStudy"
@@ -258,14 +262,15 @@ type PolicyStudySpec struct {
 	// +optional
 	BasePolicy *PolicyBundleSpec `json:"basePolicy,omitempty"`
 
-	// searchSpace are the parameters the study varies.
+	// searchSpace are the parameters the study varies; required unless the study is
+	// leaderboard-only (budget.maxEvaluations 0).
 	// +listType=map
 	// +listMapKey=path
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="searchSpace is immutable; create a new PolicyStudy"
-	// +required
-	SearchSpace []SearchParameter `json:"searchSpace"`
+	// +optional
+	SearchSpace []SearchParameter `json:"searchSpace,omitempty"`
 
 	// objectives define each candidate's fitness, as in an Evaluation; nsga2 ranks candidates
 	// by all of them, the other algorithms by the weighted fitness score.
@@ -350,6 +355,9 @@ const (
 const (
 	// StudyReasonRunning: Evaluations are running or being created.
 	StudyReasonRunning = "Running"
+	// StudyReasonLeaderboardOnly: the study creates no Evaluations (maxEvaluations 0) and
+	// ranks those other clients create with its label.
+	StudyReasonLeaderboardOnly = "LeaderboardOnly"
 	// StudyReasonWaitingForInputs: the base bundle, cluster or workload is missing or not Ready.
 	StudyReasonWaitingForInputs = "WaitingForInputs"
 	// StudyReasonBudgetExhausted: maxEvaluations Evaluations were created and have finished.

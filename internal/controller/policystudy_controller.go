@@ -204,13 +204,11 @@ func (r *PolicyStudyReconciler) reconcile(ctx context.Context, ps *blisv1alpha1.
 	binding.ApplyDecision(st, &ps.Spec, cfg.Space, &d)
 	switch d.Outcome {
 	case study.Running:
-		setCondition(&st.Conditions, gen, blisv1alpha1.StudyConditionProgressing, metav1.ConditionTrue, blisv1alpha1.StudyReasonRunning, d.Message)
-		setCondition(&st.Conditions, gen, blisv1alpha1.StudyConditionCompleted, metav1.ConditionFalse, blisv1alpha1.StudyReasonRunning, "the search is running")
 		meta.RemoveStatusCondition(&st.Conditions, blisv1alpha1.StudyConditionFailed)
+		binding.SetConditions(st, gen, &d)
 	case study.Completed:
 		studyCondition(st, gen, post, blisv1alpha1.StudyConditionCompleted, metav1.ConditionTrue, d.Reason, d.Message)
-		setCondition(&st.Conditions, gen, blisv1alpha1.StudyConditionProgressing, metav1.ConditionFalse, d.Reason, d.Message)
-		setCondition(&st.Conditions, gen, blisv1alpha1.StudyConditionFailed, metav1.ConditionFalse, d.Reason, "the search completed")
+		binding.SetConditions(st, gen, &d)
 	case study.FailedOutcome:
 		failStudy(st, gen, post, d.Reason, d.Message)
 		// A failed study stops its unfinished Evaluations (they would only use capacity).

@@ -507,8 +507,8 @@ func TestPolicyStudyAdmission(t *testing.T) {
 		"duplicate-path": {func(p *blisv1alpha1.PolicyStudy) {
 			p.Spec.SearchSpace = append(p.Spec.SearchSpace, p.Spec.SearchSpace[0])
 		}, "Duplicate value"},
-		"no-parameters":    {func(p *blisv1alpha1.PolicyStudy) { p.Spec.SearchSpace = nil }, "searchSpace"},
-		"zero-budget":      {func(p *blisv1alpha1.PolicyStudy) { p.Spec.Budget.MaxEvaluations = 0 }, "maxEvaluations"},
+		"no-parameters":    {func(p *blisv1alpha1.PolicyStudy) { p.Spec.SearchSpace = nil }, "searchSpace is required unless"},
+		"negative-budget":  {func(p *blisv1alpha1.PolicyStudy) { p.Spec.Budget.MaxEvaluations = -1 }, "maxEvaluations"},
 		"parents-over-pop": {func(p *blisv1alpha1.PolicyStudy) { p.Spec.Algorithm.Parents = ptr.To[int32](40) }, "parents must not exceed"},
 		"two-bases": {func(p *blisv1alpha1.PolicyStudy) {
 			p.Spec.BasePolicyRef = &blisv1alpha1.LocalObjectReference{Name: "x"}
@@ -610,5 +610,80 @@ func TestPolicyStudySamplesAccepted(t *testing.T) {
 	}
 	if studies < 3 {
 		t.Errorf("%d PolicyStudy samples", studies)
+	}
+}
+
+// TestPolicyStudyLeaderboardOnlyAndPromoteOnRequest: a study with no budget of its own ranks
+// the Evaluations an external optimizer creates with its label, and promotes the best one when
+// the promote annotation asks for it.
+func TestPolicyStudyLeaderboardOnlyAndPromoteOnRequest(t *testing.T) {
+	ns := newNamespace(t)
+	contentionInputs(t, ns)
+	balanced := prefixOnlyBase()
+	balanced.Routing.Scorers[1].Weight = 2
+	create(t,
+		&blisv1alpha1.PolicyBundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cand-a"}, Spec: *prefixOnlyBase()},
+		&blisv1alpha1.PolicyBundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cand-b"}, Spec: *balanced})
+	startStudyManager(t, studyCfg())
+	objectives := []blisv1alpha1.Objective{{Name: "ttftP99Ms", Direction: "minimize", Weight: 1}}
+	ps := &blisv1alpha1.PolicyStudy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "board"},
+		Spec: blisv1alpha1.PolicyStudySpec{
+			ClusterRef: blisv1alpha1.LocalObjectReference{Name: "small"}, WorkloadRef: blisv1alpha1.LocalObjectReference{Name: "contention"},
+			Objectives: objectives,
+			Budget:     blisv1alpha1.StudyBudget{MaxEvaluations: 0},
+			Promotion:  &blisv1alpha1.PromotionSpec{ConfigMapName: "board-llm-d", PolicyBundleName: "board-best", OnCompletion: ptr.To(false)},
+		},
+	}
+	create(t, ps)
+	for _, name := range []string{"a", "b"} {
+		create(t, &blisv1alpha1.Evaluation{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "opt-" + name, Labels: map[string]string{blisv1alpha1.LabelStudy: "board"}},
+			Spec: blisv1alpha1.EvaluationSpec{
+				ClusterRef: &blisv1alpha1.LocalObjectReference{Name: "small"}, WorkloadRef: &blisv1alpha1.LocalObjectReference{Name: "contention"},
+				PolicyRef: &blisv1alpha1.LocalObjectReference{Name: "cand-" + name}, Objectives: objectives,
+				Execution: blisv1alpha1.ExecutionSpec{Executor: blisv1alpha1.ExecutorInProcess},
+			},
+		})
+	}
+	var cur blisv1alpha1.PolicyStudy
+	eventually(t, "both external Evaluations ranked", func() (bool, string) {
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(ps), &cur); err != nil {
+			return false, err.Error()
+		}
+		return cur.Status.Evaluations.External == 2 && cur.Status.Best != nil, describeStudy(&cur)
+	})
+	if c := meta.FindStatusCondition(cur.Status.Conditions, blisv1alpha1.StudyConditionProgressing); c == nil ||
+		c.Status != metav1.ConditionTrue || c.Reason != blisv1alpha1.StudyReasonLeaderboardOnly {
+		t.Errorf("Progressing: %+v", c)
+	}
+	if cur.Status.Evaluations.Created != 0 || cur.Status.Best.Evaluation != "opt-b" || cur.Status.Best.PolicyBundle != "cand-b" || cur.Status.Best.Generation != nil {
+		t.Fatalf("leaderboard %+v", cur.Status)
+	}
+	if meta.FindStatusCondition(cur.Status.Conditions, blisv1alpha1.StudyConditionPromoted) != nil {
+		t.Fatal("promoted without a request")
+	}
+
+	cur.Annotations = map[string]string{blisv1alpha1.AnnotationPromote: "1"}
+	if err := env.Client.Update(context.Background(), &cur); err != nil {
+		t.Fatal(err)
+	}
+	done := waitStudy(t, ns, "board", blisv1alpha1.StudyConditionPromoted)
+	if p := done.Status.Promotion; p == nil || p.Request != "1" || p.Evaluation != "opt-b" || p.PolicyBundle != "board-best" {
+		t.Errorf("promotion %+v", done.Status.Promotion)
+	}
+	var winner blisv1alpha1.PolicyBundle
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "board-best"}, &winner); err != nil {
+		t.Fatal(err)
+	}
+	if winner.Spec.Routing == nil || winner.Spec.Routing.Scorers[1].Weight != 2 || !metav1.IsControlledBy(&winner, done) {
+		t.Errorf("winner %+v", winner.Spec.Routing)
+	}
+	var cm corev1.ConfigMap
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "board-llm-d"}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	if cm.Data[export.FileEPPConfig] == "" || cm.Labels[LabelManagedBy] != ManagedByValue {
+		t.Errorf("promotion ConfigMap %v", cm.Labels)
 	}
 }

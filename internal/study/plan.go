@@ -110,6 +110,9 @@ const (
 	ReasonBudgetExhausted      = "BudgetExhausted"
 	ReasonSearchSpaceExhausted = "SearchSpaceExhausted"
 	ReasonTooManyFailures      = "TooManyFailures"
+	// ReasonLeaderboardOnly is the reason of a Running study that creates nothing
+	// (MaxEvaluations 0) and only ranks external trials.
+	ReasonLeaderboardOnly = "LeaderboardOnly"
 )
 
 // Decision is what the planner decided from the trials so far.
@@ -130,7 +133,7 @@ type Decision struct {
 // which candidates to create next and whether the study has ended. It is a pure function of
 // cfg and the trials.
 func Plan(cfg Config, trials []Trial) (Decision, error) {
-	if cfg.Algorithm == nil {
+	if cfg.Algorithm == nil && cfg.MaxEvaluations > 0 {
 		return Decision{}, errors.New("study: no algorithm")
 	}
 	var own []Trial
@@ -162,6 +165,12 @@ func Plan(cfg Config, trials []Trial) (Decision, error) {
 	}
 	d := Decision{}
 	created := len(own)
+	if cfg.MaxEvaluations == 0 && (created == 0 || cfg.Algorithm == nil) {
+		d.Outcome, d.Reason = Running, ReasonLeaderboardOnly
+		d.Summary = summarize(cfg, trials)
+		d.Message = fmt.Sprintf("leaderboard only: %d Evaluations of other clients ranked", d.Summary.External)
+		return d, nil
+	}
 	if cfg.MaxFailures > 0 && failed >= cfg.MaxFailures {
 		d.Outcome, d.Reason = FailedOutcome, ReasonTooManyFailures
 		d.Message = fmt.Sprintf("%d of the study's Evaluations failed (maxFailures %d)", failed, cfg.MaxFailures)

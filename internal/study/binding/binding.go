@@ -95,13 +95,16 @@ func Settings(spec *blisv1alpha1.PolicyStudySpec, dims int) study.Settings {
 
 // Config builds the planner configuration of a study.
 func Config(ps *blisv1alpha1.PolicyStudy) (study.Config, error) {
-	space, err := Space(&ps.Spec)
-	if err != nil {
-		return study.Config{}, err
-	}
-	alg, err := study.New(space, Settings(&ps.Spec, len(space)))
-	if err != nil {
-		return study.Config{}, fmt.Errorf("algorithm: %w", err)
+	var space study.Space
+	var alg study.Algorithm
+	if len(ps.Spec.SearchSpace) > 0 || ps.Spec.Budget.MaxEvaluations > 0 {
+		var err error
+		if space, err = Space(&ps.Spec); err != nil {
+			return study.Config{}, err
+		}
+		if alg, err = study.New(space, Settings(&ps.Spec, len(space))); err != nil {
+			return study.Config{}, fmt.Errorf("algorithm: %w", err)
+		}
 	}
 	maxFailures := int(ps.Spec.Budget.MaxFailures)
 	if maxFailures == 0 {

@@ -18,6 +18,7 @@ package binding
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -189,7 +190,11 @@ func SetConditions(st *blisv1alpha1.PolicyStudyStatus, gen int64, d *study.Decis
 	}
 	switch d.Outcome {
 	case study.Running:
-		set(blisv1alpha1.StudyConditionProgressing, metav1.ConditionTrue, blisv1alpha1.StudyReasonRunning, d.Message)
+		reason := blisv1alpha1.StudyReasonRunning
+		if d.Reason == study.ReasonLeaderboardOnly {
+			reason = blisv1alpha1.StudyReasonLeaderboardOnly
+		}
+		set(blisv1alpha1.StudyConditionProgressing, metav1.ConditionTrue, reason, d.Message)
 		set(blisv1alpha1.StudyConditionCompleted, metav1.ConditionFalse, blisv1alpha1.StudyReasonRunning, "the search is running")
 	case study.Completed:
 		set(blisv1alpha1.StudyConditionProgressing, metav1.ConditionFalse, d.Reason, d.Message)
@@ -206,6 +211,9 @@ func SetConditions(st *blisv1alpha1.PolicyStudyStatus, gen int64, d *study.Decis
 // convergence and the Completed or Failed condition) and the best candidate's bundle spec
 // (nil when nothing succeeded).
 func RunLocal(ctx context.Context, l *Local) (*blisv1alpha1.PolicyStudyStatus, *blisv1alpha1.PolicyBundleSpec, error) {
+	if l.Study.Spec.Budget.MaxEvaluations == 0 {
+		return nil, nil, errors.New("the study is leaderboard-only (budget.maxEvaluations 0): it ranks Evaluations other clients create and has nothing to run")
+	}
 	cfg, err := Config(l.Study)
 	if err != nil {
 		return nil, nil, err
