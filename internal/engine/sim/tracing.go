@@ -15,6 +15,8 @@ type tracer struct {
 	s   *simulation
 	rec *trace.Recorder
 	in  trace.RoutingInput
+	// live holds the instances' live state for decisions whose policies read no snapshots.
+	live []policy.InstanceSnapshot
 }
 
 // newTracer builds the observer of a run with Options.Trace set; streams gives the "trace"
@@ -48,9 +50,17 @@ func (t *tracer) routing(now int64, req *policy.RequestView, pd *policy.Priority
 	in.Slot, in.Time, in.ID, in.Class, in.Tenant = c.cur, now, req.ID, req.Class, req.Tenant
 	in.InputTokens, in.Priority = req.InputTokens, pd.Score
 	in.Target, in.Reason, in.Scores, in.Candidates = rd.Target, rd.Reason, rd.Scores, rd.Candidates
-	in.Snaps = nil
-	if c.prioSnaps || c.routeSnaps {
-		in.Snaps = snaps
+	in.Snaps, in.Live = snaps, false
+	if !c.prioSnaps && !c.routeSnaps && t.rec.Decisions() {
+		// The policies saw no replica state; record the live state instead, marked as such.
+		if t.live == nil {
+			t.live = make([]policy.InstanceSnapshot, len(t.s.insts))
+		}
+		src := liveInstances(t.s.insts)
+		for i := range t.live {
+			src.Observe(i, now, &t.live[i])
+		}
+		in.Snaps, in.Live = t.live, true
 	}
 	in.PromptBlocks = 0
 	if bs := t.s.insts[0].cfg.BlockSize; bs > 0 {

@@ -151,3 +151,33 @@ func TestTraceDoesNotChangeResults(t *testing.T) {
 }
 
 var _ workload.Source = (*sliceSource)(nil)
+
+// Round-robin reads no snapshots: its records carry the live state, marked as such.
+func TestTraceLiveStateForSnapshotFreePolicies(t *testing.T) {
+	reqs := gen(genSpec{n: 200, gapUs: 2000, inMean: 300, inStd: 50, outMean: 40, outSd: 5, seed: 2})
+	ic := testInstance(defaultModel())
+	cfg := &Config{Instances: []InstanceConfig{ic, ic}, Policy: parseBundle(t, "routing: {policy: round-robin}"),
+		Options: Options{Trace: &trace.Config{Level: trace.LevelDecisions}}}
+	res, err := Run(cfg, &sliceSource{reqs: reqs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := false
+	for _, s := range res.Trace.Samples {
+		if !s.Live || s.NumAlternatives != 1 {
+			t.Fatalf("record %+v", s)
+		}
+		busy = busy || s.Chosen.BatchSize > 0 || s.Alternatives[0].BatchSize > 0
+	}
+	if !busy {
+		t.Error("the live state never showed a running batch")
+	}
+	cfg.Options.Trace = nil
+	base, err := Run(cfg, &sliceSource{reqs: reqs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if base.Events != res.Events || base.End != res.End || base.Collectors[0].Counts() != res.Collectors[0].Counts() {
+		t.Errorf("reading the live state changed the run")
+	}
+}

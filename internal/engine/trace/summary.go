@@ -442,6 +442,9 @@ func describe(in *SummaryInput, r *RoutingRecord) (string, string) {
 		num(float64(r.Time)/1e6), r.ID, nameAt(in.ClassNames, r.Class, "class"), nameAt(in.TenantNames, r.Tenant, "tenant"),
 		r.InputTokens, num(r.Priority), r.Chosen.Instance, r.Reason)
 	ctx := fmt.Sprintf("Context: chosen %s", replica(&r.Chosen))
+	if r.Live {
+		ctx = fmt.Sprintf("Context (live state; the policy read none): chosen %s", replica(&r.Chosen))
+	}
 	for k := range r.NumAlternatives {
 		ctx += fmt.Sprintf("; replica %d %s", r.Alternatives[k].Instance, replica(&r.Alternatives[k]))
 	}

@@ -175,6 +175,9 @@ type RoutingRecord struct {
 	Priority float64
 	// Reason is the routing policy's reason.
 	Reason string
+	// Live says the replica views are the instances' live state, because the policies read no
+	// snapshots (round-robin, for example); otherwise they are what the router saw.
+	Live bool
 	// Chosen is the instance the request went to, as the router saw it.
 	Chosen ReplicaView
 	// Alternatives are the best-scored other instances (at most Alternatives; by score, or by
@@ -463,6 +466,9 @@ type RoutingInput struct {
 	Scores     []float64
 	Candidates []policy.CandidateScore
 	Snaps      []policy.InstanceSnapshot
+	// Live says Snaps are the instances' live state at the decision, not snapshots the
+	// policies read (they read none).
+	Live bool
 	// Prefix, when not nil, returns the request's cached leading prompt blocks on an instance
 	// (measured only for the chosen instance and the kept alternatives).
 	Prefix func(inst int32) int32
@@ -484,7 +490,7 @@ func (r *Recorder) Routing(in *RoutingInput) {
 	*p = pending{live: true}
 	rec := &p.rec
 	rec.Time, rec.ID, rec.Class, rec.Tenant = in.Time, in.ID, in.Class, in.Tenant
-	rec.InputTokens, rec.PromptBlocks, rec.Priority, rec.Reason = in.InputTokens, in.PromptBlocks, in.Priority, in.Reason
+	rec.InputTokens, rec.PromptBlocks, rec.Priority, rec.Reason, rec.Live = in.InputTokens, in.PromptBlocks, in.Priority, in.Reason, in.Live
 	rec.Chosen = view(in, in.Target)
 	// Alternatives: the best scores other than the target, or the least loaded.
 	for k := range Alternatives {
