@@ -350,3 +350,56 @@ func (c *cluster) dumpManagerLogsOnFailure(t *testing.T) {
 		}
 	})
 }
+
+// TestOperatorSurvivesManagerRestart: the manager pod is deleted while an engine Job runs; the
+// new manager adopts the run (same Job, one attempt) and records its result once.
+func TestOperatorSurvivesManagerRestart(t *testing.T) {
+	c := connect(t)
+	ctx := testContext(t)
+	_, oldPod := managerPod(ctx, t, c)
+	ns := c.newNamespace(ctx, t, "blis-e2e-restart")
+	c.dumpOnFailure(t, ns, "app.kubernetes.io/managed-by=blis-operator")
+	c.dumpManagerLogsOnFailure(t)
+	if _, err := c.runKubectl(ctx, "apply", "-n", ns, "-f", filepath.Join(c.repoRoot, "config", "samples", "capacity-planning.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.runKubectl(ctx, "delete", "-n", ns, "evaluation", "capacity-plan-qwen7b", "--wait=false"); err != nil {
+		t.Fatal(err)
+	}
+	ev := longEvaluation(ns, "across-restart", 301)
+	if err := c.client.Create(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	enginePod := runningEnginePod(ctx, t, c, ev)
+	if err := c.client.Delete(ctx, oldPod); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("deleted manager pod %s while engine pod %s ran", oldPod.Name, enginePod.Name)
+	waitFor(ctx, t, rolloutTimeout, "a new manager pod", func(ctx context.Context) (bool, string, error) {
+		var pods corev1.PodList
+		if err := c.client.List(ctx, &pods, client.InNamespace(managerNamespace), client.MatchingLabels{"control-plane": "controller-manager"}); err != nil {
+			return false, "", err
+		}
+		for _, p := range pods.Items {
+			if p.Name != oldPod.Name && p.DeletionTimestamp == nil && podReady(&p) {
+				return true, "", nil
+			}
+		}
+		return false, fmt.Sprintf("%d pods", len(pods.Items)), nil
+	})
+	done := waitEvaluation(ctx, t, c, ns, ev.Name, condSucceeded, evaluationTimeout)
+	var jobs batchv1.JobList
+	if err := c.client.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{"blis.inference-sim.io/evaluation-uid": string(done.UID)}); err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs.Items) != 1 || done.Status.Attempts != 1 {
+		t.Fatalf("%d Jobs, %d attempts: want the one Job of the first attempt", len(jobs.Items), done.Status.Attempts)
+	}
+	var pods corev1.PodList
+	if err := c.client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"blis.inference-sim.io/evaluation-uid": string(done.UID)}); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 1 || pods.Items[0].Name != enginePod.Name {
+		t.Fatalf("want only the engine pod %s, got %d pods", enginePod.Name, len(pods.Items))
+	}
+}
