@@ -106,10 +106,13 @@ func BenchmarkSimBPolicyCEL(b *testing.B) { runBenchPolicy(b, benchB, benchCEL) 
 
 // runBenchTrace runs workload B with llm-d's default profile and the given trace setting
 // (nil = no recorder).
-func runBenchTrace(b *testing.B, tc *trace.Config) {
+func runBenchTrace(b *testing.B, tc *trace.Config) { runBenchTraceBundle(b, benchWeighted, tc) }
+
+// runBenchTraceBundle runs workload B with bundle and the given trace setting.
+func runBenchTraceBundle(b *testing.B, bundle string, tc *trace.Config) {
 	cfg := benchConfig(benchB, benchInstance(b))
 	cfg.Router = nil
-	cfg.Policy = parseBundle(b, benchWeighted)
+	cfg.Policy = parseBundle(b, bundle)
 	cfg.Options.Trace = tc
 	b.ReportAllocs()
 	for b.Loop() {
@@ -141,4 +144,11 @@ func BenchmarkSimBTraceDecisions(b *testing.B) {
 // BenchmarkSimBTraceFull adds the batch-formation ring.
 func BenchmarkSimBTraceFull(b *testing.B) {
 	runBenchTrace(b, &trace.Config{Level: trace.LevelFull})
+}
+
+// BenchmarkSimBTraceDecisionsRoundRobin is workload B with a round-robin bundle and decision
+// records (the policy reads no snapshots, so records take the live replica state); compare
+// with BenchmarkSimBPolicyRoundRobin.
+func BenchmarkSimBTraceDecisionsRoundRobin(b *testing.B) {
+	runBenchTraceBundle(b, "routing: {policy: round-robin}", &trace.Config{Level: trace.LevelDecisions})
 }
