@@ -207,17 +207,18 @@ func mark(ok bool) string {
 	return "MISS"
 }
 
+// nameAt names index i of a name table: its name, "default" for an empty name, prefix<i>
+// beyond the table, "-" for none.
 func nameAt(names []string, i int32, prefix string) string {
-	if i >= 0 && int(i) < len(names) && names[i] != "" {
-		return names[i]
-	}
-	if i < 0 {
+	switch {
+	case i < 0:
 		return "-"
-	}
-	if prefix == "class" && i >= 0 && int(i) < len(names) {
+	case int(i) >= len(names):
+		return prefix + strconv.Itoa(int(i))
+	case names[i] == "":
 		return "default"
 	}
-	return prefix + strconv.Itoa(int(i))
+	return names[i]
 }
 
 func (b *builder) outcome(in *SummaryInput) {
