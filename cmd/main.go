@@ -316,6 +316,10 @@ var reconcilerSetups = []func(ctrl.Manager, reconcilerConfig) error{
 	func(mgr ctrl.Manager, cfg reconcilerConfig) error {
 		return controller.SetupWithManager(mgr, cfg.Controller)
 	},
+	// PolicyStudy: searches that create Evaluations.
+	func(mgr ctrl.Manager, _ reconcilerConfig) error {
+		return controller.SetupPolicyStudyWithManager(mgr)
+	},
 }
 
 // cacheSyncedCheck is a readiness check that passes once the manager's informer caches have

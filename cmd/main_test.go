@@ -239,7 +239,7 @@ func TestManagerCachesOnlyOwnJobsAndConfigMaps(t *testing.T) {
 }
 
 func TestReconcilersAreRegistered(t *testing.T) {
-	if len(reconcilerSetups) == 0 {
-		t.Fatal("no reconcilers join the manager")
+	if len(reconcilerSetups) != 2 {
+		t.Fatalf("%d reconciler setups, want 2 (the four resource kinds, PolicyStudy)", len(reconcilerSetups))
 	}
 }
