@@ -76,6 +76,7 @@ func SetupPolicyStudyWithManager(mgr ctrl.Manager) error {
 		For(&blisv1alpha1.PolicyStudy{}).
 		Named("policystudy").
 		Watches(&blisv1alpha1.Evaluation{}, handler.EnqueueRequestsFromMapFunc(studyOf)).
+		Watches(&blisv1alpha1.PolicyBundle{}, handler.EnqueueRequestsFromMapFunc(r.studiesOfBase)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
 		Complete(r)
 }
@@ -87,6 +88,25 @@ func studyOf(_ context.Context, obj client.Object) []reconcile.Request {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}}
+}
+
+// studiesOfBase maps a PolicyBundle to the studies of its namespace that use it as their base
+// (the study's own candidates, which carry the generation label, are skipped).
+func (r *PolicyStudyReconciler) studiesOfBase(ctx context.Context, obj client.Object) []reconcile.Request {
+	if _, child := obj.GetLabels()[blisv1alpha1.LabelStudyGeneration]; child {
+		return nil
+	}
+	var list blisv1alpha1.PolicyStudyList
+	if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if ref := list.Items[i].Spec.BasePolicyRef; ref != nil && ref.Name == obj.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return out
 }
 
 // +kubebuilder:rbac:groups=blis.inference-sim.io,resources=policystudies,verbs=get;list;watch
@@ -150,15 +170,6 @@ func failStudy(st *blisv1alpha1.PolicyStudyStatus, gen int64, post *postWrite, r
 // reconcile computes the desired status of ps, creating children and promoting as needed.
 func (r *PolicyStudyReconciler) reconcile(ctx context.Context, ps *blisv1alpha1.PolicyStudy, st *blisv1alpha1.PolicyStudyStatus, post *postWrite) (ctrl.Result, error) {
 	gen := ps.Generation
-	hash := binding.SearchHash(&ps.Spec)
-	firstTime := st.SearchHash == ""
-	if firstTime {
-		st.SearchHash = hash
-	} else if st.SearchHash != hash {
-		failStudy(st, gen, post, blisv1alpha1.StudyReasonSpecChanged,
-			"the search-defining part of the spec (references, base, space, objectives, algorithm, seeds) changed after the study started; create a new PolicyStudy")
-		return ctrl.Result{}, nil
-	}
 	cfg, err := binding.Config(ps)
 	if err != nil {
 		failStudy(st, gen, post, blisv1alpha1.StudyReasonInvalidSearchSpace, err.Error())
@@ -171,6 +182,16 @@ func (r *PolicyStudyReconciler) reconcile(ctx context.Context, ps *blisv1alpha1.
 	if waiting != "" {
 		setCondition(&st.Conditions, gen, blisv1alpha1.StudyConditionProgressing, metav1.ConditionFalse, blisv1alpha1.StudyReasonWaitingForInputs, waiting)
 		return ctrl.Result{RequeueAfter: studyInputsResync}, nil
+	}
+	hash := binding.SearchHash(&ps.Spec, base)
+	// The hash locks once children exist; before that a fixed base or spec just starts over.
+	firstTime := st.SearchHash == "" || (st.SearchHash != hash && st.Evaluations.Created == 0)
+	if firstTime {
+		st.SearchHash = hash
+	} else if st.SearchHash != hash {
+		failStudy(st, gen, post, blisv1alpha1.StudyReasonSpecChanged,
+			"the search-defining part of the spec (references, base, space, objectives, algorithm, seeds) or the content of the base PolicyBundle changed after the study started; create a new PolicyStudy")
+		return ctrl.Result{}, nil
 	}
 	if c := meta.FindStatusCondition(st.Conditions, blisv1alpha1.StudyConditionFailed); firstTime || (c != nil && c.Reason == blisv1alpha1.StudyReasonInvalidSearchSpace) {
 		if err := binding.CheckSpace(base, cfg.Space); err != nil {

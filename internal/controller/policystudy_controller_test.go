@@ -687,3 +687,65 @@ func TestPolicyStudyLeaderboardOnlyAndPromoteOnRequest(t *testing.T) {
 		t.Errorf("promotion ConfigMap %v", cm.Labels)
 	}
 }
+
+// TestPolicyStudyBaseChangeStops: editing the referenced base bundle of a running study would
+// derive later candidates from another base, so the study stops with SpecChanged; restoring
+// the base lets it go on.
+func TestPolicyStudyBaseChangeStops(t *testing.T) {
+	ns := newNamespace(t)
+	contentionInputs(t, ns)
+	base := &blisv1alpha1.PolicyBundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "base"}, Spec: *prefixOnlyBase()}
+	create(t, base)
+	hang := studyCfg()
+	hang.Run = func(ctx context.Context, _ *evaluation.Resolved) (*blisv1alpha1.EvaluationStatus, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	startStudyManager(t, hang)
+	ps := &blisv1alpha1.PolicyStudy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "moving-base"},
+		Spec: blisv1alpha1.PolicyStudySpec{
+			ClusterRef: blisv1alpha1.LocalObjectReference{Name: "small"}, WorkloadRef: blisv1alpha1.LocalObjectReference{Name: "contention"},
+			BasePolicyRef: &blisv1alpha1.LocalObjectReference{Name: "base"},
+			SearchSpace:   []blisv1alpha1.SearchParameter{weightParam("queue-scorer", 0, 5)},
+			Objectives:    []blisv1alpha1.Objective{{Name: "ttftP99Ms", Direction: "minimize", Weight: 1}},
+			Budget:        blisv1alpha1.StudyBudget{MaxEvaluations: 4},
+			Parallelism:   2,
+		},
+	}
+	create(t, ps)
+	eventually(t, "the first children", func() (bool, string) {
+		var cur blisv1alpha1.PolicyStudy
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(ps), &cur); err != nil {
+			return false, err.Error()
+		}
+		return cur.Status.Evaluations.Created == 2, describeStudy(&cur)
+	})
+	var cur blisv1alpha1.PolicyBundle
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(base), &cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Scheduler = "sjf"
+	if err := env.Client.Update(context.Background(), &cur); err != nil {
+		t.Fatal(err)
+	}
+	failed := waitStudy(t, ns, "moving-base", blisv1alpha1.StudyConditionFailed)
+	if c := meta.FindStatusCondition(failed.Status.Conditions, blisv1alpha1.StudyConditionFailed); c.Reason != blisv1alpha1.StudyReasonSpecChanged {
+		t.Fatalf("Failed reason %s", c.Reason)
+	}
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(base), &cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Scheduler = ""
+	if err := env.Client.Update(context.Background(), &cur); err != nil {
+		t.Fatal(err)
+	}
+	var study blisv1alpha1.PolicyStudy
+	eventually(t, "the study going on with the restored base", func() (bool, string) {
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(ps), &study); err != nil {
+			return false, err.Error()
+		}
+		return meta.FindStatusCondition(study.Status.Conditions, blisv1alpha1.StudyConditionFailed) == nil &&
+			meta.IsStatusConditionTrue(study.Status.Conditions, blisv1alpha1.StudyConditionProgressing), describeStudy(&study)
+	})
+}

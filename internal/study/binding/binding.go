@@ -142,15 +142,19 @@ type searchPart struct {
 	NumRequests   *int64                             `json:"numRequests,omitempty"`
 }
 
-// SearchHash is the SHA-256 (hex) of the search-defining part of spec: references, base,
-// space, objectives, algorithm, search seed and simulation settings. Budget, parallelism,
-// execution and promotion are not part of it.
-func SearchHash(spec *blisv1alpha1.PolicyStudySpec) string {
-	js, err := json.Marshal(searchPart{
+// SearchHash is the SHA-256 (hex) of what defines a study's search: the references, base,
+// space, objectives, algorithm, search seed and simulation settings of spec, and the content of
+// the base bundle the candidates are derived from (base; for basePolicyRef the referenced
+// bundle's spec). Budget, parallelism, execution and promotion are not part of it.
+func SearchHash(spec *blisv1alpha1.PolicyStudySpec, base *blisv1alpha1.PolicyBundleSpec) string {
+	js, err := json.Marshal(struct {
+		Spec searchPart                     `json:"spec"`
+		Base *blisv1alpha1.PolicyBundleSpec `json:"base,omitempty"`
+	}{searchPart{
 		ClusterRef: spec.ClusterRef, WorkloadRef: spec.WorkloadRef, BasePolicyRef: spec.BasePolicyRef, BasePolicy: spec.BasePolicy,
 		SearchSpace: spec.SearchSpace, Objectives: spec.Objectives, Algorithm: spec.Algorithm, Seed: spec.Seed,
 		Seeds: spec.Seeds, Horizon: spec.Horizon, NumRequests: spec.NumRequests,
-	})
+	}, base})
 	if err != nil {
 		return ""
 	}

@@ -226,7 +226,7 @@ func RunLocal(ctx context.Context, l *Local) (*blisv1alpha1.PolicyStudyStatus, *
 	if err != nil {
 		return nil, nil, err
 	}
-	st := &blisv1alpha1.PolicyStudyStatus{ObservedGeneration: l.Study.Generation, SearchHash: SearchHash(&l.Study.Spec)}
+	st := &blisv1alpha1.PolicyStudyStatus{ObservedGeneration: l.Study.Generation, SearchHash: SearchHash(&l.Study.Spec, l.Base)}
 	ApplyDecision(st, &l.Study.Spec, cfg.Space, &d)
 	SetConditions(st, l.Study.Generation, &d)
 	var best *blisv1alpha1.PolicyBundleSpec
