@@ -230,6 +230,9 @@ func (r *PolicyStudyReconciler) reconcile(ctx context.Context, ps *blisv1alpha1.
 	case study.Completed:
 		studyCondition(st, gen, post, blisv1alpha1.StudyConditionCompleted, metav1.ConditionTrue, d.Reason, d.Message)
 		binding.SetConditions(st, gen, &d)
+		if err := ev.writeParetoRanks(ctx, trials); err != nil {
+			return ctrl.Result{}, err
+		}
 	case study.FailedOutcome:
 		failStudy(st, gen, post, d.Reason, d.Message)
 		// A failed study stops its unfinished Evaluations (they would only use capacity).
@@ -383,6 +386,32 @@ func (e *clusterEvaluator) deletePending(ctx context.Context, trials []study.Tri
 			continue
 		}
 		if err := e.r.Delete(ctx, ev); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeParetoRanks writes each succeeded Evaluation's non-domination rank within the study
+// into its status.paretoRank, once the study has completed (so each child is written about
+// once, not on every result).
+func (e *clusterEvaluator) writeParetoRanks(ctx context.Context, trials []study.Trial) error {
+	var done []study.Trial
+	for _, t := range trials {
+		if t.State == study.Succeeded && e.evals[t.Name] != nil {
+			done = append(done, t)
+		}
+	}
+	ranks := study.ParetoRanks(done)
+	for i, t := range done {
+		ev := e.evals[t.Name]
+		rank := int32(ranks[i])
+		if ev.Status.ParetoRank != nil && *ev.Status.ParetoRank == rank {
+			continue
+		}
+		patch := client.MergeFrom(ev.DeepCopy())
+		ev.Status.ParetoRank = &rank
+		if err := e.r.Status().Patch(ctx, ev, patch); client.IgnoreNotFound(err) != nil {
 			return err
 		}
 	}

@@ -278,6 +278,24 @@ func TestPolicyStudyGridAndPromotion(t *testing.T) {
 			wantFront = append(wantFront, children[i].Name)
 		}
 	}
+	// Once the study completed, each child carries its rank within the study.
+	eventually(t, "Pareto ranks on the children", func() (bool, string) {
+		children = studyChildren(t, ns, "grid")
+		var got []string
+		ok := true
+		for i, ev := range children {
+			if ev.Status.ParetoRank == nil {
+				ok = false
+				got = append(got, ev.Name+"=none")
+				continue
+			}
+			got = append(got, fmt.Sprintf("%s=%d (want %d)", ev.Name, *ev.Status.ParetoRank, ranks[i]))
+			if int(*ev.Status.ParetoRank) != ranks[i] {
+				ok = false
+			}
+		}
+		return ok, strings.Join(got, ", ")
+	})
 	var gotFront []string
 	for _, c := range done.Status.ParetoFront {
 		gotFront = append(gotFront, c.Evaluation)

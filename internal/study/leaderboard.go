@@ -150,3 +150,19 @@ func summarize(cfg Config, trials []Trial) Summary {
 	s.Convergence = all
 	return s
 }
+
+// ParetoRanks is the non-domination rank of each trial over its objectives (every objective
+// maximised): 0 for the front, 1 for the front once rank 0 is removed, and so on.
+func ParetoRanks(trials []Trial) []int {
+	c := make([]scored, len(trials))
+	for i := range trials {
+		c[i] = scored{trial: &trials[i]}
+	}
+	ranks := make([]int, len(trials))
+	for r, front := range nonDominatedFronts(c) {
+		for _, i := range front {
+			ranks[i] = r
+		}
+	}
+	return ranks
+}

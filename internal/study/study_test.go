@@ -322,3 +322,16 @@ func TestSpaceValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestParetoRanks(t *testing.T) {
+	trials := []Trial{
+		{Name: "a", Objectives: []float64{1, 0}},
+		{Name: "b", Objectives: []float64{0, 1}},
+		{Name: "c", Objectives: []float64{0.5, 0.5}},
+		{Name: "d", Objectives: []float64{0.4, 0.4}},
+		{Name: "e", Objectives: []float64{0.1, 0.1}},
+	}
+	if got := ParetoRanks(trials); !reflect.DeepEqual(got, []int{0, 0, 0, 1, 2}) {
+		t.Errorf("ranks %v", got)
+	}
+}
