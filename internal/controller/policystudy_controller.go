@@ -112,6 +112,7 @@ func (r *PolicyStudyReconciler) studiesOfBase(ctx context.Context, obj client.Ob
 // +kubebuilder:rbac:groups=blis.inference-sim.io,resources=policystudies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=blis.inference-sim.io,resources=policystudies/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=blis.inference-sim.io,resources=evaluations,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=blis.inference-sim.io,resources=evaluations/status,verbs=get;patch
 // +kubebuilder:rbac:groups=blis.inference-sim.io,resources=policybundles,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
 
