@@ -588,15 +588,26 @@ func TestPolicyStudyAdmission(t *testing.T) {
 }
 
 // TestPolicyStudySamplesAccepted: every document of config/samples/studies is accepted by the
-// API server.
+// API server, and every file is in the directory's kustomization.
 func TestPolicyStudySamplesAccepted(t *testing.T) {
 	ns := newNamespace(t)
-	files, err := filepath.Glob(filepath.Join(env.RepoRoot, "config", "samples", "studies", "*.yaml"))
-	if err != nil || len(files) < 4 {
+	dir := filepath.Join(env.RepoRoot, "config", "samples", "studies")
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil || len(files) < 5 {
 		t.Fatalf("study samples: %v %v", files, err)
+	}
+	kustomization, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
 	}
 	studies := 0
 	for _, f := range files {
+		if filepath.Base(f) == "kustomization.yaml" {
+			continue
+		}
+		if !strings.Contains(string(kustomization), "- "+filepath.Base(f)+"\n") {
+			t.Errorf("%s is not listed in config/samples/studies/kustomization.yaml", filepath.Base(f))
+		}
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
