@@ -399,7 +399,12 @@ func TestPolicyStudyEvolutionBeatsBase(t *testing.T) {
 	}
 	t.Logf("base fitness %v (TTFT p99 %v ms); best %s fitness %v %v", baseScore, baseDone.Status.Metrics.TtftP99Ms, st.Best.Evaluation, *st.Best.FitnessScore, st.Best.Parameters)
 	if len(st.Convergence) != 3 || st.Convergence[2].BestSoFar == nil || *st.Convergence[2].BestSoFar != *st.Best.FitnessScore {
-		t.Errorf("convergence %+v", st.Convergence)
+		t.Fatalf("convergence %+v", st.Convergence)
+	}
+	// Selection concentrates the population where the score is high: the last generation's
+	// mean beats the random first generation's.
+	if first, last := *st.Convergence[0].MeanScore, *st.Convergence[2].MeanScore; last <= first {
+		t.Errorf("mean score went from %v (generation 0) to %v (generation 2)", first, last)
 	}
 
 	// The same study in-process.
