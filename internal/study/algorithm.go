@@ -137,9 +137,6 @@ func newGrid(space Space, pop int) *grid {
 	return g
 }
 
-// Total is the number of grid points.
-func (g *grid) Total() int { return g.total }
-
 func (g *grid) Adaptive() bool { return false }
 
 func (g *grid) Size(gen int) int {

@@ -137,10 +137,8 @@ func Plan(cfg Config, trials []Trial) (Decision, error) {
 		return Decision{}, errors.New("study: no algorithm")
 	}
 	var own []Trial
-	byGen := map[int]map[int]*Trial{}
 	pending, failed := 0, 0
-	for i := range trials {
-		t := trials[i]
+	for _, t := range trials {
 		if t.Generation < 0 {
 			continue
 		}
@@ -148,10 +146,6 @@ func Plan(cfg Config, trials []Trial) (Decision, error) {
 			return Decision{}, fmt.Errorf("study: trial %s has %d values for %d parameters", t.Name, len(t.Values), len(cfg.Space))
 		}
 		own = append(own, t)
-		if byGen[t.Generation] == nil {
-			byGen[t.Generation] = map[int]*Trial{}
-		}
-		byGen[t.Generation][t.Index] = &own[len(own)-1]
 		switch t.State {
 		case Pending:
 			pending++
@@ -159,9 +153,13 @@ func Plan(cfg Config, trials []Trial) (Decision, error) {
 			failed++
 		}
 	}
-	// Re-point after appends may have moved the slice.
+	byGen := map[int]map[int]*Trial{}
 	for i := range own {
-		byGen[own[i].Generation][own[i].Index] = &own[i]
+		t := &own[i]
+		if byGen[t.Generation] == nil {
+			byGen[t.Generation] = map[int]*Trial{}
+		}
+		byGen[t.Generation][t.Index] = t
 	}
 	d := Decision{}
 	created := len(own)

@@ -28,7 +28,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 
 	blisv1alpha1 "github.com/inference-sim/blis-operator/api/v1alpha1"
 	"github.com/inference-sim/blis-operator/internal/blisfile"
@@ -419,6 +418,3 @@ func Mutations(space study.Space, vals []study.Value) []string {
 	}
 	return out
 }
-
-// Itoa formats an int for labels and annotations.
-func Itoa(i int) string { return strconv.Itoa(i) }
