@@ -129,6 +129,9 @@ type Config struct {
 	// AdmissionLatency and RoutingLatency delay the admission and routing decisions (µs). A
 	// bundle's admission.latency_us and routing.latency_us, when set (> 0), replace them.
 	AdmissionLatency, RoutingLatency int64
+	// Autoscale, when set, turns on autoscaling over the instance slots (nil = a fixed cluster
+	// of every instance, the default).
+	Autoscale *AutoscaleConfig
 	// Options do not change results.
 	Options Options
 }
@@ -163,6 +166,11 @@ func (c *Config) validate() error {
 		return fmt.Errorf("admission latency must be >= 0, got %d", c.AdmissionLatency)
 	case c.RoutingLatency < 0:
 		return fmt.Errorf("routing latency must be >= 0, got %d", c.RoutingLatency)
+	}
+	if c.Autoscale != nil {
+		if err := c.Autoscale.validate(len(c.Instances)); err != nil {
+			return err
+		}
 	}
 	if c.Policy == nil {
 		return nil

@@ -388,14 +388,26 @@ func (s *simulation) onRouting(slot int32) {
 	r := &s.slab.reqs[slot]
 	c := s.ctl
 	if c == nil {
-		for i := range s.insts {
-			s.insts[i].snapshot(&s.snaps[i])
+		if s.as == nil {
+			for i := range s.insts {
+				s.insts[i].snapshot(&s.snaps[i])
+			}
 		}
 		s.routeRq = RouteRequest{
 			ID: r.id, Arrival: r.arrival, InputLen: r.input, OutputLen: r.output,
 			Client: r.client, Tenant: r.tenant, Class: r.class, Session: r.session,
 		}
-		target := s.router.Route(&s.routeRq, s.snaps)
+		var target int
+		if s.as != nil {
+			t, ok := s.routeReady()
+			if !ok {
+				s.err = fmt.Errorf("sim: router chose instance %d of %d ready for request %d", t, len(s.as.ready), r.id)
+				return
+			}
+			target = t
+		} else {
+			target = s.router.Route(&s.routeRq, s.snaps)
+		}
 		if target < 0 || target >= len(s.insts) {
 			s.err = fmt.Errorf("sim: router chose instance %d of %d for request %d", target, len(s.insts), r.id)
 			return
@@ -405,9 +417,15 @@ func (s *simulation) onRouting(slot int32) {
 	}
 	st := &c.st[slot]
 	snaps := c.snapshots(c.prioSnaps || c.routeSnaps, s.now)
+	if s.as != nil {
+		snaps = s.maskSnapshots(snaps)
+	}
 	pd := c.p.Prioritize(&st.view, snaps, s.now)
 	c.cur = slot
 	rd := c.p.Route(&st.view, snaps, s.now)
+	if s.as != nil {
+		s.fixTarget(&rd, st.view.PrefixHashes)
+	}
 	c.preciseSlot = -1
 	if c.obs != nil {
 		c.prio, c.route = pd, rd

@@ -12,11 +12,16 @@ const (
 	evRouting         uint8 = 2
 	evInstanceArrival uint8 = 3
 	evQueued          uint8 = 4
-	evStep            uint8 = 6
+	// evLifecycle is an instance's delayed lifecycle transition (autoscaled runs): a replica
+	// that becomes ready at an instant takes that instant's steps.
+	evLifecycle uint8 = 5
+	evStep      uint8 = 6
 	// evSnapshotTick refreshes the router's periodic snapshot fields on their grid, after the
 	// steps of its instant (seed 001 §E.3: snapshot refresh last).
 	evSnapshotTick uint8 = 7
 	evTimeout      uint8 = 8
+	// evAutoscale is an autoscaler evaluation, after everything else of its instant.
+	evAutoscale uint8 = 9
 )
 
 // event is a value type: the heap is a slice of these, so scheduling an event never allocates

@@ -84,6 +84,16 @@ type instance struct {
 	// released by departed requests, so tables stop allocating once warm.
 	spare     kvcache.Table
 	tablePool [][]int32
+
+	// Lifecycle of autoscaled runs (lifecycle.go): the state, its generation (bumped at every
+	// transition, so a stale scheduled transition is ignored), the start of the current replica
+	// time, whether a shutdown check is scheduled, and the prefix counters of caches discarded
+	// at restarts.
+	life           lifeState
+	lifeGen        uint32
+	onSince        int64
+	shutdownQueued bool
+	kvPrior        kvcache.Stats
 }
 
 func (in *instance) lastEvent(t int64) {

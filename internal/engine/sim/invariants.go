@@ -89,7 +89,7 @@ func (s *simulation) checkInvariants() error {
 		in := &s.insts[i]
 		st := in.stats
 		inStats += st.Injected
-		if st.Injected != st.Completed+st.TimedOut+st.Dropped+perInst[i] {
+		if st.Injected != st.Completed+st.TimedOut+st.Dropped+st.Redirected+perInst[i] {
 			return fmt.Errorf("invariant request_conservation: instance %d injected %d != completed %d + timed out %d + dropped %d + present %d",
 				i, st.Injected, st.Completed, st.TimedOut, st.Dropped, perInst[i])
 		}
@@ -134,5 +134,19 @@ func (s *simulation) checkInvariants() error {
 		}
 	}
 	_ = inStats
-	return nil
+	return s.checkLifecycle()
+}
+
+// checkLifecycle verifies that no off instance holds requests and that the autoscaler's bounds
+// hold (autoscaled runs, test mode).
+func (s *simulation) checkLifecycle() error {
+	if s.as == nil {
+		return nil
+	}
+	for i := range s.insts {
+		if in := &s.insts[i]; in.life == lifeOff && (in.waitQ.live > 0 || len(in.running) > 0) {
+			return fmt.Errorf("invariant lifecycle: instance %d is off with requests", i)
+		}
+	}
+	return s.checkScaleBounds()
 }

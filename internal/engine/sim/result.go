@@ -123,6 +123,12 @@ type InstanceStats struct {
 	// DroppedInputTooLong, DroppedTotalTooLong and DroppedKV split Dropped by reason (see the
 	// Drop* constants).
 	DroppedInputTooLong, DroppedTotalTooLong, DroppedKV int64
+	// DroppedScaledDown counts requests lost when the autoscaler removed the instance with the
+	// immediate drain policy (also in Dropped).
+	DroppedScaledDown int64
+	// Redirected counts requests routed here that left unserved to be routed again (the
+	// instance was drained); they are not in any outcome count.
+	Redirected int64
 }
 
 // Report builds the BLIS metrics report of the run (per-instance blocks and the cluster block;
@@ -167,4 +173,6 @@ type Result struct {
 	// Trace is the decision trace and anomaly counters (only with Options.Trace and a policy
 	// bundle).
 	Trace *trace.Trace
+	// Autoscale summarizes the autoscaler (runs with Config.Autoscale only).
+	Autoscale *AutoscaleStats
 }

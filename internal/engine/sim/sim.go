@@ -88,7 +88,8 @@ type simulation struct {
 	dead    deadlineQueue
 	src     workload.Source
 	react   workload.Reactive
-	ctl     *control // the policy pipeline; nil without a bundle
+	ctl     *control    // the policy pipeline; nil without a bundle
+	as      *autoscaler // nil without autoscaling
 	router  Router
 	snaps   []Snapshot
 	routeRq RouteRequest
@@ -173,6 +174,11 @@ func newSimulation(cfg *Config, src workload.Source) (*simulation, error) {
 		in.itlDiff = make([]int32, 1, 1024) // one slot past the last step (difference array)
 		in.cumGaps = make([]int64, 1, 1024) // cumGaps[0] = 0: no steps yet
 	}
+	if cfg.Autoscale != nil {
+		if err := s.newAutoscaler(streams); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Policy != nil {
 		if err := s.newControl(streams); err != nil {
 			return nil, err
@@ -241,6 +247,10 @@ func (s *simulation) run() error {
 			s.onSnapshotTick()
 		case evTimeout:
 			s.onTimeout(ev.req)
+		case evLifecycle:
+			s.onLifecycle(ev.inst, ev.req)
+		case evAutoscale:
+			s.onAutoscale()
 		}
 		if s.invariants && s.err == nil {
 			s.err = s.checkInvariants()
@@ -360,6 +370,11 @@ func (s *simulation) onQueued(slot int32) {
 	in := &s.insts[r.inst]
 	in.lastEvent(s.now)
 	in.pending--
+	if s.as != nil && !s.accepting(in) {
+		s.reroute(in, slot)
+		s.maybeShutdown(in)
+		return
+	}
 	c := in.cfg
 	switch {
 	case c.MaxModelLen > 0 && r.input >= c.MaxModelLen:
@@ -466,6 +481,8 @@ func (s *simulation) finishRequest(in *instance, slot int32, out Outcome, done i
 			st.DroppedInputTooLong++
 		case DropTotalTooLong:
 			st.DroppedTotalTooLong++
+		case DropScaledDown:
+			st.DroppedScaledDown++
 		default:
 			st.DroppedKV++
 		}
@@ -486,6 +503,9 @@ func (s *simulation) finishRequest(in *instance, slot int32, out Outcome, done i
 	}
 	s.dead.cancel(slot)
 	s.slab.release(slot)
+	if s.as != nil && in.life == lifeDraining {
+		s.maybeShutdown(in)
+	}
 	if s.react != nil {
 		wo := workload.Completed
 		switch out {
@@ -598,6 +618,9 @@ func (s *simulation) finish() {
 		}
 	}
 	s.res.Unrouted = s.unrouted
+	if s.as != nil {
+		s.finishAutoscale(end)
+	}
 	if s.ctl != nil {
 		s.res.Policy = s.ctl.p.Stats()
 		if s.ctl.tr != nil {
@@ -607,6 +630,10 @@ func (s *simulation) finish() {
 	for i := range s.insts {
 		in := &s.insts[i]
 		ks := in.kv.Stats()
+		ks.LookupBlocks += in.kvPrior.LookupBlocks
+		ks.HitBlocks += in.kvPrior.HitBlocks
+		ks.LookupTokens += in.kvPrior.LookupTokens
+		ks.HitTokens += in.kvPrior.HitTokens
 		in.stats.PrefixLookupTokens = ks.LookupTokens
 		in.stats.PrefixHitTokens = ks.HitTokens
 		in.flushITL()

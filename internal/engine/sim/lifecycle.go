@@ -1,0 +1,297 @@
+package sim
+
+import (
+	"github.com/inference-sim/blis-operator/internal/engine/kvcache"
+	"github.com/inference-sim/blis-operator/internal/engine/policy"
+)
+
+// This file is the instance lifecycle of autoscaled runs: off -> provisioning -> warming ->
+// ready -> draining -> off. Only ready instances are routed to. Transitions after a delay are
+// evLifecycle events carrying the instance's lifecycle generation, so a transition scheduled
+// before the instance was cancelled is ignored.
+
+// lifeState is an instance's lifecycle state. The zero value is ready: runs without an
+// autoscaler never look at it.
+type lifeState uint8
+
+const (
+	lifeReady lifeState = iota
+	lifeOff
+	lifeProvisioning
+	lifeWarming
+	lifeDraining
+)
+
+var lifeNames = [...]string{"ready", "off", "provisioning", "warming", "draining"}
+
+func (l lifeState) String() string { return lifeNames[l] }
+
+// rebuildReady recomputes the routable set.
+func (as *autoscaler) rebuildReady(insts []instance) {
+	as.ready = as.ready[:0]
+	for i := range insts {
+		if insts[i].life == lifeReady {
+			as.ready = append(as.ready, int32(i))
+		}
+	}
+}
+
+// setLife moves in to state l and schedules its next transition after delay (delay < 0: none).
+func (s *simulation) setLife(in *instance, l lifeState, delay int64) {
+	as := s.as
+	wasReady := in.life == lifeReady
+	in.life = l
+	in.lifeGen++
+	if delay >= 0 {
+		as.pendingLife++
+		s.heap.push(s.now+delay, evLifecycle, in.idx, int32(in.lifeGen))
+	}
+	if wasReady != (l == lifeReady) {
+		as.rebuildReady(s.insts)
+	}
+}
+
+// scaleUp adds k replicas: draining replicas are reactivated first (they are warm), then off
+// replica slots start provisioning, lowest index first.
+func (s *simulation) scaleUp(k int32) {
+	as := s.as
+	for i := range s.insts {
+		if k == 0 {
+			return
+		}
+		in := &s.insts[i]
+		if in.life == lifeDraining {
+			s.setLife(in, lifeReady, -1)
+			as.stats.ReplicasAdded++
+			k--
+		}
+	}
+	for i := range s.insts {
+		if k == 0 {
+			return
+		}
+		in := &s.insts[i]
+		if in.life == lifeOff {
+			in.onSince = s.now
+			s.setLife(in, lifeProvisioning, as.cfg.Provisioning.draw(as.rng))
+			as.stats.ReplicasAdded++
+			k--
+		}
+	}
+}
+
+// scaleDown removes k replicas: starting replicas are cancelled first (latest slot first), then
+// ready replicas with the fewest requests in flight (ties: the highest index) are drained.
+func (s *simulation) scaleDown(k int32) {
+	as := s.as
+	for i := len(s.insts) - 1; i >= 0 && k > 0; i-- {
+		in := &s.insts[i]
+		if in.life == lifeProvisioning || in.life == lifeWarming {
+			s.shutdown(in)
+			as.stats.ReplicasRemoved++
+			k--
+		}
+	}
+	for ; k > 0 && len(as.ready) > 1; k-- {
+		best := int32(-1)
+		var bestLoad int32
+		for _, i := range as.ready {
+			in := &s.insts[i]
+			load := in.pending + in.waitQ.live + int32(len(in.running))
+			if best < 0 || load <= bestLoad {
+				best, bestLoad = i, load
+			}
+		}
+		s.drainInstance(&s.insts[best])
+		as.stats.ReplicasRemoved++
+	}
+}
+
+// onLifecycle applies a scheduled transition of instance i (gen is the lifecycle generation it
+// was scheduled in).
+func (s *simulation) onLifecycle(i int32, gen int32) {
+	as := s.as
+	as.pendingLife--
+	in := &s.insts[i]
+	if int32(in.lifeGen) != gen {
+		return // cancelled since
+	}
+	switch in.life {
+	case lifeProvisioning:
+		c := as.cfg
+		s.setLife(in, lifeWarming, c.ModelLoad.draw(as.rng)+c.Warmup.draw(as.rng))
+	case lifeWarming:
+		// A fresh replica: an empty cache, and the router forgets what it knew of the slot.
+		s.resetCache(in)
+		if s.ctl != nil {
+			s.ctl.p.ResetInstance(int(in.idx))
+			s.ctl.prov.RequestRefresh(int(in.idx))
+		}
+		s.setLife(in, lifeReady, -1)
+	case lifeDraining:
+		in.shutdownQueued = false
+		if in.idle() {
+			s.shutdown(in)
+		}
+	}
+}
+
+// idle reports whether no request is routed to in.
+func (in *instance) idle() bool {
+	return in.pending == 0 && in.waitQ.live == 0 && len(in.running) == 0
+}
+
+// resetCache gives in an empty KV cache, keeping the old cache's counters.
+func (s *simulation) resetCache(in *instance) {
+	ks := in.kv.Stats()
+	in.kvPrior.LookupBlocks += ks.LookupBlocks
+	in.kvPrior.HitBlocks += ks.HitBlocks
+	in.kvPrior.LookupTokens += ks.LookupTokens
+	in.kvPrior.HitTokens += ks.HitTokens
+	in.kv = kvcache.New(in.cfg.TotalKVBlocks, in.cfg.BlockSize)
+}
+
+// shutdown turns in off and closes its replica time.
+func (s *simulation) shutdown(in *instance) {
+	s.addReplicaTime(in, s.now)
+	s.setLife(in, lifeOff, -1)
+}
+
+// drainInstance stops routing to in and applies the drain policy.
+func (s *simulation) drainInstance(in *instance) {
+	as := s.as
+	s.setLife(in, lifeDraining, -1)
+	switch as.drain {
+	case DrainImmediate:
+		for len(in.running) > 0 {
+			slot := in.running[len(in.running)-1].slot
+			in.removeRunning(slot, s.slab.reqs)
+			as.stats.DroppedScaledDown++
+			s.finishRequest(in, slot, OutcomeDropped, s.now, DropScaledDown)
+		}
+		s.forEachQueued(in, func(slot int32) {
+			s.unqueue(in, slot)
+			as.stats.DroppedScaledDown++
+			s.finishRequest(in, slot, OutcomeDropped, s.now, DropScaledDown)
+		})
+		s.shutdown(in)
+		return
+	case DrainRedirect:
+		s.forEachQueued(in, func(slot int32) {
+			s.unqueue(in, slot)
+			s.dead.cancel(slot)
+			s.reroute(in, slot)
+		})
+	}
+	s.maybeShutdown(in)
+}
+
+// forEachQueued calls f for every request in in's wait queue, in slot order.
+func (s *simulation) forEachQueued(in *instance, f func(slot int32)) {
+	for slot := range s.slab.reqs {
+		r := &s.slab.reqs[slot]
+		if r.state == stQueued && r.inst == in.idx {
+			f(int32(slot))
+		}
+	}
+}
+
+// unqueue takes slot out of in's wait queue (its entry goes stale).
+func (s *simulation) unqueue(in *instance, slot int32) {
+	r := &s.slab.reqs[slot]
+	in.waitQ.live--
+	// A new generation makes the queue entry stale even if the request is queued again.
+	r.gen++
+	if in.track {
+		in.sig.queuedTokens -= int64(r.input)
+		if s.ctl.obs != nil {
+			s.ctl.obs.leftQueue(in.idx, slot)
+		}
+	}
+}
+
+// maybeShutdown schedules the shutdown check of a draining instance that became idle.
+func (s *simulation) maybeShutdown(in *instance) {
+	if in.life != lifeDraining || in.shutdownQueued || !in.idle() {
+		return
+	}
+	in.shutdownQueued = true
+	s.as.pendingLife++
+	s.heap.push(s.now, evLifecycle, in.idx, int32(in.lifeGen))
+}
+
+// accepting reports whether in takes a request reaching its wait queue (draining with wait
+// still serves what was routed to it).
+func (s *simulation) accepting(in *instance) bool {
+	return in.life == lifeReady || (in.life == lifeDraining && s.as.drain == DrainWait)
+}
+
+// reroute sends a request that left in unserved back to routing.
+func (s *simulation) reroute(in *instance, slot int32) {
+	r := &s.slab.reqs[slot]
+	in.stats.Redirected++
+	s.as.stats.Redirected++
+	if s.ctl != nil {
+		s.ctl.p.Withdraw(&s.ctl.st[slot].ticket)
+	}
+	r.inst = -1
+	r.state = stArriving
+	s.heap.push(s.now+s.routeLat, evRouting, -1, slot)
+}
+
+// routeReady routes over the ready instances only (runs without a bundle).
+func (s *simulation) routeReady() (int, bool) {
+	as := s.as
+	if cap(as.routeSnaps) < len(s.insts) {
+		as.routeSnaps = make([]Snapshot, len(s.insts))
+	}
+	snaps := as.routeSnaps[:len(as.ready)]
+	for j, i := range as.ready {
+		s.insts[i].snapshot(&snaps[j])
+	}
+	t := s.router.Route(&s.routeRq, snaps)
+	if t < 0 || t >= len(snaps) {
+		return t, false
+	}
+	return int(as.ready[t]), true
+}
+
+// maskSnapshots returns snaps with every non-ready instance made maximally unattractive to load-
+// and cache-aware policies (runs with a bundle, whose pipeline sees every slot).
+func (s *simulation) maskSnapshots(snaps []policy.InstanceSnapshot) []policy.InstanceSnapshot {
+	as := s.as
+	if len(as.ready) == len(s.insts) {
+		return snaps
+	}
+	as.masked = append(as.masked[:0], snaps...)
+	for i := range as.masked {
+		if s.insts[i].life == lifeReady {
+			continue
+		}
+		m := &as.masked[i]
+		const busy = 1 << 20
+		m.QueueDepth, m.BatchSize, m.InFlightRequests = busy, s.insts[i].cfg.MaxNumSeqs, busy
+		m.KVUtilization, m.FreeKVBlocks = 1, 0
+		m.CacheHitRate = 0
+		m.EstimatedWait = float64(busy)
+	}
+	return as.masked
+}
+
+// fixTarget moves a routing decision that chose a non-ready instance to the ready instance with
+// the fewest requests in flight (ties: the lowest index).
+func (s *simulation) fixTarget(d *policy.RoutingDecision, hashes []uint64) {
+	if s.insts[d.Target].life == lifeReady {
+		return
+	}
+	best := int32(-1)
+	var bestLoad int32
+	for _, i := range s.as.ready {
+		in := &s.insts[i]
+		load := in.pending + in.waitQ.live + int32(len(in.running))
+		if best < 0 || load < bestLoad {
+			best, bestLoad = i, load
+		}
+	}
+	s.ctl.p.Retarget(d, int(best), hashes)
+}
