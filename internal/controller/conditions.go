@@ -85,6 +85,8 @@ const (
 	ReasonBackoffLimitExceeded = "BackoffLimitExceeded"
 	// ReasonDeadlineExceeded: the run took longer than execution.timeout.
 	ReasonDeadlineExceeded = "DeadlineExceeded"
+	// ReasonOOMKilled: the engine Job failed and an engine pod ran out of memory.
+	ReasonOOMKilled = "OOMKilled"
 	// ReasonJobFailed: the engine Job failed for another reason.
 	ReasonJobFailed = "JobFailed"
 	// ReasonJobLost: the engine Job disappeared before writing a result, beyond the retries.

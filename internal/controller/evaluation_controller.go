@@ -118,6 +118,7 @@ func (p *postWrite) event(typ, reason, format string, args ...any) {
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
@@ -916,6 +917,10 @@ func (r *EvaluationReconciler) observeJob(ctx context.Context, log logr.Logger, 
 	case jv.failed:
 		reason := failureReason(jv.reason)
 		msg := fmt.Sprintf("the engine Job %s failed (%s) after %d attempts: %s", runName(ev), jv.reason, st.Attempts, jv.message)
+		if oom, err := r.oomKilled(ctx, ev); err == nil && oom != "" {
+			reason = ReasonOOMKilled
+			msg = fmt.Sprintf("the engine Job %s failed after %d attempts: engine pod %s ran out of memory (OOMKilled); raise spec.execution.resources.limits.memory", runName(ev), st.Attempts, oom)
+		}
 		r.fail(ev, st, post, reason, msg)
 		var dur float64
 		if jv.startTime != nil {
@@ -946,6 +951,27 @@ func (r *EvaluationReconciler) observeJob(ctx context.Context, log logr.Logger, 
 	}
 	setCondition(&st.Conditions, gen, blisv1alpha1.ConditionRunning, metav1.ConditionTrue, reason, msg)
 	return ctrl.Result{}, nil
+}
+
+// oomKilled returns the name of an engine pod of ev whose container was OOM-killed, if any.
+// Pods are read directly (the manager does not cache them); this runs once, when a Job failed.
+func (r *EvaluationReconciler) oomKilled(ctx context.Context, ev *blisv1alpha1.Evaluation) (string, error) {
+	var pods corev1.PodList
+	if err := r.APIReader.List(ctx, &pods, client.InNamespace(ev.Namespace),
+		client.MatchingLabels{LabelEvaluationUID: string(ev.UID)}); err != nil {
+		return "", err
+	}
+	for _, p := range pods.Items {
+		for _, cs := range p.Status.ContainerStatuses {
+			if t := cs.State.Terminated; t != nil && t.Reason == "OOMKilled" {
+				return p.Name, nil
+			}
+			if t := cs.LastTerminationState.Terminated; t != nil && t.Reason == "OOMKilled" {
+				return p.Name, nil
+			}
+		}
+	}
+	return "", nil
 }
 
 // seedSlots holds, once, the slots of runs that were in progress when the manager (re)started

@@ -275,3 +275,43 @@ func TestJobRecreatedWhenLost(t *testing.T) {
 		return e.Status.Attempts == 2 && err == nil && j.UID != job.UID, describeEval(e)
 	})
 }
+
+// TestJobOOMKilled: a Job that failed after its engine pod was OOM-killed fails the Evaluation
+// with reason OOMKilled and advice on the memory limit.
+func TestJobOOMKilled(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t, Config{EngineImage: testImage})
+	createInputs(t, ns)
+	ctx := context.Background()
+	create(t, testEval(ns, "hungry", blisv1alpha1.ExecutorJob, 31))
+	ev, job := runningJob(t, ns, "hungry")
+
+	// The pod the Job controller would have made, OOM-killed (no kubelet here: status by hand).
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: runName(ev) + "-x1", Labels: job.Spec.Template.Labels},
+		Spec:       *job.Spec.Template.Spec.DeepCopy(),
+	}
+	create(t, pod)
+	now := metav1.Now()
+	pod.Status.Phase = corev1.PodFailed
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{
+		Name: "engine", Image: testImage,
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled", StartedAt: now, FinishedAt: now}},
+	}}
+	if err := env.Client.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	job.Status.StartTime = &now
+	job.Status.Failed = 3
+	job.Status.Conditions = []batchv1.JobCondition{
+		{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonBackoffLimitExceeded, Message: "Job has reached the specified backoff limit", LastTransitionTime: now, LastProbeTime: now},
+		{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonBackoffLimitExceeded, Message: "Job has reached the specified backoff limit", LastTransitionTime: now, LastProbeTime: now},
+	}
+	if err := env.Client.Status().Update(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	failed := waitCondition(t, ns, "hungry", blisv1alpha1.ConditionFailed, metav1.ConditionTrue, ReasonOOMKilled)
+	if c := meta.FindStatusCondition(failed.Status.Conditions, blisv1alpha1.ConditionFailed); !strings.Contains(c.Message, "limits.memory") {
+		t.Fatalf("message %q", c.Message)
+	}
+}
