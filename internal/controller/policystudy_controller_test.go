@@ -272,9 +272,13 @@ func TestPolicyStudyGridAndPromotion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Children with equal fitness are one point of the front, listed under the first name.
 	var wantFront []string
+	seen := map[string]bool{}
 	for i, r := range ranks {
-		if r == 0 {
+		key := fmt.Sprint(points[i])
+		if r == 0 && !seen[key] {
+			seen[key] = true
 			wantFront = append(wantFront, children[i].Name)
 		}
 	}

@@ -18,6 +18,7 @@ package study
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 )
 
@@ -29,9 +30,11 @@ type Summary struct {
 	Created, Running, Succeeded, Failed, External int
 	// Best is the succeeded trial with the highest score (ties: the smaller name).
 	Best *Trial
-	// Front is the top of the Pareto front over the objectives, best score first.
+	// Front is the top of the Pareto front over the objectives, best score first. Trials
+	// with the same objective values are one point of the front, listed once (the first in
+	// score, then name, order).
 	Front []Trial
-	// FrontSize is the size of the whole front.
+	// FrontSize is the number of distinct points of the whole front.
 	FrontSize int
 	// Convergence summarises the last generations, oldest first.
 	Convergence []GenerationStats
@@ -102,9 +105,14 @@ func summarize(cfg Config, trials []Trial) Summary {
 		s.Best = &b
 	}
 
-	// Pareto front over the objectives (every objective maximised).
+	// Pareto front over the objectives (every objective maximised), one trial per point.
 	var front []*Trial
+	seen := map[string]bool{}
 	for _, t := range done {
+		key := fmt.Sprint(t.Objectives)
+		if seen[key] {
+			continue
+		}
 		dominated := false
 		for _, o := range done {
 			if o != t && dominatesMax(o.Objectives, t.Objectives) {
@@ -113,6 +121,7 @@ func summarize(cfg Config, trials []Trial) Summary {
 			}
 		}
 		if !dominated {
+			seen[key] = true
 			front = append(front, t)
 		}
 	}

@@ -334,4 +334,18 @@ func TestParetoRanks(t *testing.T) {
 	if got := ParetoRanks(trials); !reflect.DeepEqual(got, []int{0, 0, 0, 1, 2}) {
 		t.Errorf("ranks %v", got)
 	}
+	// A duplicate point is listed once on the front.
+	trials = append(trials, Trial{Name: "f", Objectives: []float64{0.5, 0.5}, State: Succeeded})
+	for i := range trials {
+		trials[i].State, trials[i].Generation = Succeeded, 0
+		trials[i].Score = (trials[i].Objectives[0] + trials[i].Objectives[1]) / 2
+	}
+	s := summarize(Config{FrontSize: 10}, trials)
+	var names []string
+	for _, tr := range s.Front {
+		names = append(names, tr.Name)
+	}
+	if s.FrontSize != 3 || !reflect.DeepEqual(names, []string{"a", "b", "c"}) {
+		t.Errorf("front %v (size %d), want [a b c] (c and f are one point)", names, s.FrontSize)
+	}
 }
