@@ -30,6 +30,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -402,4 +403,40 @@ func TestOperatorSurvivesManagerRestart(t *testing.T) {
 	if len(pods.Items) != 1 || pods.Items[0].Name != enginePod.Name {
 		t.Fatalf("want only the engine pod %s, got %d pods", enginePod.Name, len(pods.Items))
 	}
+}
+
+// TestOperatorReportsOOM: an engine pod whose memory limit is far too small is OOM-killed on
+// every retry; the Evaluation fails with reason OOMKilled and says which limit to raise.
+func TestOperatorReportsOOM(t *testing.T) {
+	c := connect(t)
+	ctx := testContext(t)
+	managerPod(ctx, t, c)
+	ns := c.newNamespace(ctx, t, "blis-e2e-oom")
+	c.dumpOnFailure(t, ns, "app.kubernetes.io/managed-by=blis-operator")
+	if _, err := c.runKubectl(ctx, "apply", "-n", ns, "-f", filepath.Join(c.repoRoot, "config", "samples", "capacity-planning.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.runKubectl(ctx, "delete", "-n", ns, "evaluation", "capacity-plan-qwen7b", "--wait=false"); err != nil {
+		t.Fatal(err)
+	}
+	ev := longEvaluation(ns, "starved", 401)
+	ev.Spec.Execution.MaxRetries = ptr.To[int32](1)
+	ev.Spec.Execution.Resources = &corev1.ResourceRequirements{
+		Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("48Mi")},
+	}
+	if err := c.client.Create(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	var cur blisv1alpha1.Evaluation
+	waitFor(ctx, t, evaluationTimeout, "the starved Evaluation to fail", func(ctx context.Context) (bool, string, error) {
+		if err := c.client.Get(ctx, client.ObjectKeyFromObject(ev), &cur); err != nil {
+			return false, "", err
+		}
+		return meta.IsStatusConditionTrue(cur.Status.Conditions, "Failed"), describeEvaluations(&blisv1alpha1.EvaluationList{Items: []blisv1alpha1.Evaluation{cur}}), nil
+	})
+	f := meta.FindStatusCondition(cur.Status.Conditions, "Failed")
+	if f.Reason != "OOMKilled" || !strings.Contains(f.Message, "limits.memory") || cur.Status.Attempts != 2 {
+		t.Fatalf("Failed %s: %s (attempts %d); want OOMKilled after 2 attempts", f.Reason, f.Message, cur.Status.Attempts)
+	}
+	t.Logf("Failed: %s: %s", f.Reason, f.Message)
 }
