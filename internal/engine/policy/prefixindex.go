@@ -11,21 +11,25 @@ import (
 // hash to the set of instances holding it. It never sees the instances' real caches, so it
 // drifts from them exactly as llm-d's estimate does.
 //
-// Layout: one open-addressing hash table (linear probing, backward-shift deletion, load at
-// most 1/2) holds an entry per remembered hash: the hash, the set of instances holding it and
-// the head of its holder list. Every (hash, instance) pair is a node in one node store that
-// threads it into the instance's LRU (prev/next) and the hash's holder list (sib), so adding a
-// block probes the table once. Nothing points into the table, so deletion may move entries.
-// Both stores are sized from the capacities up to prefixIndexPreallocSlots table slots and
-// double (up to the capacities' bound) only beyond that, so a large configured capacity costs
-// memory in proportion to what a run stores, and a run that fits never allocates after
-// construction. Nothing is iterated in hash order, so the index is deterministic.
+// Layout: every remembered hash has a key record (the hash, the head of its holder list and
+// the set of instances holding it) in a dense store, found through an open-addressing table of
+// 8-byte slots (linear probing, backward-shift deletion, load at most 1/2) that hold the key's
+// id and the high 32 bits of the mixed hash, so probing past other keys and missing never
+// leave the small table. Every (hash, instance) pair is a node that threads it into the
+// instance's LRU (prev/next) and the key's holder list (sib), so adding a block probes the
+// table once. Key and node ids are stable; only table slots move on deletion. The stores are
+// sized from the capacities up to prefixIndexPreallocSlots table slots and double (up to the
+// capacities' bound) only beyond that, so a large configured capacity costs memory in
+// proportion to what a run stores, and a run that fits never allocates after construction.
+// Nothing is iterated in hash order, so the index is deterministic.
 type PrefixIndex struct {
 	words    int      // 64-bit words per instance set
-	stride   int      // table words per slot: hash, holder head, then the instance set
-	table    []uint64 // slots*stride words
-	mask     uint64   // slots - 1
-	shift    uint     // 64 - log2(slots)
+	stride   int      // key words: hash, holder head, then the instance set
+	keys     []uint64 // key records, stride words each; ids are record indices
+	freeKey  int32    // head of the free key list (linked through the head word), -1 when empty
+	slots    []uint64 // 0 when empty, else fingerprint<<32 | (key id + 1)
+	mask     uint64   // len(slots) - 1
+	shift    uint     // 32 - log2(len(slots)): fingerprint >> shift is the home slot
 	live     int      // occupied slots
 	growAt   int      // live count at which the table doubles
 	maxSlots int      // table size that holds every capacity at load 1/2
@@ -35,29 +39,30 @@ type PrefixIndex struct {
 	touch    uint64 // sink of Add's prefetching loads
 }
 
-// The words of a table slot, from its first word.
+// The words of a key record.
 const (
-	slotHash  = 0 // the block hash
-	slotHead  = 1 // 1 + id of the first node in the holder list; 0 marks an empty slot
-	slotSet   = 2 // first word of the instance set
-	slotFixed = 2 // words before the instance set
+	keyHash  = 0 // the block hash
+	keyHead  = 1 // id of the first node in the holder list (next free key while free)
+	keySet   = 2 // first word of the instance set
+	keyFixed = 2 // words before the instance set
 )
 
 // prefixIndexPreallocSlots bounds the table slots allocated up front (2^17 blocks across all
 // instances); larger capacities start there and grow by doubling.
 const prefixIndexPreallocSlots = 1 << 18
 
-// fibMul spreads a hash over the table's high bits (Fibonacci hashing), so that structured
-// hashes such as small consecutive integers still scatter.
+// fibMul spreads a hash over the high bits (Fibonacci hashing), so that structured hashes such
+// as small consecutive integers still scatter. Multiplying by an odd constant is a bijection,
+// so equal fingerprints (the product's high 32 bits) are necessary for equal hashes.
 const fibMul = 0x9E3779B97F4A7C15
 
 // pnode is one instance's memory of one hash: a link of that instance's LRU (head = most
 // recently added) and of the hash's holder list.
 type pnode struct {
-	hash       uint64
 	prev, next int32 // LRU neighbours, -1 at the ends; next links the free list
-	sib        int32 // next holder of the same hash, -1 at the end
+	sib        int32 // next holder of the same key, -1 at the end
 	inst       int32
+	key        int32
 }
 
 // instLRU is the LRU state of one instance.
@@ -76,8 +81,8 @@ func NewPrefixIndex(capacity []int) *PrefixIndex {
 // newPrefixIndex is NewPrefixIndex with the up-front table size bounded by prealloc slots.
 func newPrefixIndex(capacity []int, prealloc int) *PrefixIndex {
 	n := len(capacity)
-	x := &PrefixIndex{words: (n + 63) / 64, freeNode: -1, lrus: make([]instLRU, n)}
-	x.stride = slotFixed + x.words
+	x := &PrefixIndex{words: (n + 63) / 64, freeKey: -1, freeNode: -1, lrus: make([]instLRU, n)}
+	x.stride = keyFixed + x.words
 	total := 0
 	for i, c := range capacity {
 		if c <= 0 {
@@ -86,12 +91,13 @@ func newPrefixIndex(capacity []int, prealloc int) *PrefixIndex {
 		x.lrus[i] = instLRU{head: -1, tail: -1, capacity: c}
 		total = satAdd(total, c)
 	}
-	x.maxSlots = 1
-	for x.maxSlots < 2*min(total, math.MaxInt/4) {
+	x.maxSlots = 2
+	for x.maxSlots < 2*min(total, 1<<31) {
 		x.maxSlots <<= 1
 	}
 	slots := max(min(x.maxSlots, prealloc), 2)
 	x.setTable(slots)
+	x.keys = make([]uint64, 0, min(total, slots/2)*x.stride)
 	x.nodes = make([]pnode, 0, min(total, slots/2))
 	return x
 }
@@ -104,13 +110,13 @@ func satAdd(a, b int) int {
 }
 
 // setTable installs an empty table of the given power-of-two number of slots.
-func (x *PrefixIndex) setTable(slots int) {
-	x.table = make([]uint64, slots*x.stride)
-	x.mask = uint64(slots - 1)
-	x.shift = uint(64 - bits.TrailingZeros64(uint64(slots)))
+func (x *PrefixIndex) setTable(n int) {
+	x.slots = make([]uint64, n)
+	x.mask = uint64(n - 1)
+	x.shift = uint(32 - bits.TrailingZeros64(uint64(n)))
 	x.live = 0
-	x.growAt = slots / 2
-	if slots >= x.maxSlots {
+	x.growAt = n / 2
+	if n >= x.maxSlots {
 		x.growAt = math.MaxInt // every capacity fits at load 1/2
 	}
 }
@@ -121,19 +127,20 @@ func (x *PrefixIndex) Instances() int { return len(x.lrus) }
 // Len returns the number of blocks remembered for instance i.
 func (x *PrefixIndex) Len(i int) int { return x.lrus[i].n }
 
-// home is the slot where probing for h starts.
-func (x *PrefixIndex) home(h uint64) uint64 { return (h * fibMul) >> x.shift }
+func fingerprint(h uint64) uint64 { return (h * fibMul) >> 32 }
 
-// lookup returns the slot holding h, or the empty slot ending its probe sequence.
-func (x *PrefixIndex) lookup(h uint64) (slot uint64, found bool) {
-	t, s := x.table, uint64(x.stride)
-	for j := x.home(h); ; j = (j + 1) & x.mask {
-		w := t[j*s : j*s+slotFixed]
-		if w[slotHead] == 0 {
-			return j, false
+// lookup returns h's key and slot, or -1 and the empty slot ending its probe sequence.
+func (x *PrefixIndex) lookup(h uint64) (key int32, slot uint64) {
+	fp := fingerprint(h)
+	for j := fp >> x.shift; ; j = (j + 1) & x.mask {
+		v := x.slots[j]
+		if v == 0 {
+			return -1, j
 		}
-		if w[slotHash] == h {
-			return j, true
+		if v>>32 == fp {
+			if k := int32(uint32(v)) - 1; x.keys[int(k)*x.stride+keyHash] == h {
+				return k, j
+			}
 		}
 	}
 }
@@ -147,14 +154,14 @@ func (x *PrefixIndex) Match(hashes []uint64, out []int32) bool {
 		out[i] = 0
 	}
 	matched := false
-	s := uint64(x.stride)
+	s := x.stride
 	for _, h := range hashes {
-		j, ok := x.lookup(h)
-		if !ok {
+		k, _ := x.lookup(h)
+		if k < 0 {
 			break
 		}
 		matched = true
-		set := x.table[j*s+slotSet : j*s+s]
+		set := x.keys[int(k)*s+keySet : int(k)*s+s]
 		for w, b := range set {
 			for b != 0 {
 				out[w*64+bits.TrailingZeros64(b)]++
@@ -167,8 +174,8 @@ func (x *PrefixIndex) Match(hashes []uint64, out []int32) bool {
 
 // Holds reports whether instance i remembers hash h.
 func (x *PrefixIndex) Holds(i int, h uint64) bool {
-	j, ok := x.lookup(h)
-	return ok && x.table[j*uint64(x.stride)+slotSet+uint64(i/64)]&(1<<(uint(i)%64)) != 0
+	k, _ := x.lookup(h)
+	return k >= 0 && x.keys[int(k)*x.stride+keySet+i/64]&(1<<(uint(i)%64)) != 0
 }
 
 // Add records that the prompt with the given block hashes was sent to instance i: each hash
@@ -176,48 +183,46 @@ func (x *PrefixIndex) Holds(i int, h uint64) bool {
 // beyond capacity.
 func (x *PrefixIndex) Add(i int, hashes []uint64) {
 	l := &x.lrus[i]
-	s := uint64(x.stride)
-	word, bit := uint64(slotSet+i/64), uint64(1)<<(uint(i)%64)
+	s := x.stride
+	word, bit := keySet+i/64, uint64(1)<<(uint(i)%64)
 	// Touch every hash's home slot first: these loads do not depend on each other, so their
 	// cache misses overlap instead of each waiting behind the previous insertion.
 	var touch uint64
 	for _, h := range hashes {
-		touch += x.table[x.home(h)*s]
+		touch += x.slots[fingerprint(h)>>x.shift]
 	}
 	x.touch = touch
 	for _, h := range hashes {
-		j, found := x.lookup(h)
-		if found && x.table[j*s+word]&bit != 0 {
-			x.moveToFront(l, x.holderNode(j, int32(i)))
+		k, j := x.lookup(h)
+		if k >= 0 && x.keys[int(k)*s+word]&bit != 0 {
+			x.moveToFront(l, x.holderNode(k, int32(i)))
 			continue
 		}
 		var n int32
 		if l.n >= l.capacity {
 			var moved bool
 			n, moved = x.evictTail(l)
-			if moved {
-				j, found = x.lookup(h)
+			if moved && k < 0 {
+				_, j = x.lookup(h)
 			}
 		} else {
 			n = x.newNode()
 			l.n++
 		}
-		if !found {
+		if k < 0 {
 			if x.live >= x.growAt {
 				x.grow()
-				j, _ = x.lookup(h)
+				_, j = x.lookup(h)
 			}
-			x.table[j*s+slotHash] = h
-			for w := j*s + slotSet; w < j*s+s; w++ {
-				x.table[w] = 0
-			}
+			k = x.newKey(h)
+			x.slots[j] = fingerprint(h)<<32 | uint64(k+1)
 			x.live++
 		}
-		e := x.table[j*s : j*s+s]
+		e := x.keys[int(k)*s : int(k)*s+s]
 		nd := &x.nodes[n]
-		nd.hash, nd.inst, nd.prev, nd.next = h, int32(i), -1, l.head
-		nd.sib = int32(e[slotHead]) - 1
-		e[slotHead] = uint64(n) + 1
+		nd.key, nd.inst, nd.prev, nd.next = k, int32(i), -1, l.head
+		nd.sib = int32(e[keyHead])
+		e[keyHead] = uint64(uint32(n))
 		e[word] |= bit
 		if l.head >= 0 {
 			x.nodes[l.head].prev = n
@@ -254,17 +259,38 @@ func (x *PrefixIndex) newNode() int32 {
 	return int32(len(x.nodes) - 1)
 }
 
-// holderNode returns instance inst's node in the holder list of slot j, which must contain one.
-func (x *PrefixIndex) holderNode(j uint64, inst int32) int32 {
-	n := int32(x.table[j*uint64(x.stride)+slotHead]) - 1
+// newKey takes a key record for h with no holders from the free list or the end of the store.
+func (x *PrefixIndex) newKey(h uint64) int32 {
+	s := x.stride
+	k := x.freeKey
+	if k >= 0 {
+		x.freeKey = int32(x.keys[int(k)*s+keyHead])
+	} else {
+		k = int32(len(x.keys) / s)
+		for range s {
+			x.keys = append(x.keys, 0)
+		}
+	}
+	e := x.keys[int(k)*s : int(k)*s+s]
+	e[keyHash] = h
+	e[keyHead] = uint64(math.MaxUint32) // no holder: sib -1
+	for w := keySet; w < s; w++ {
+		e[w] = 0
+	}
+	return k
+}
+
+// holderNode returns instance inst's node in key k's holder list, which must contain one.
+func (x *PrefixIndex) holderNode(k, inst int32) int32 {
+	n := int32(x.keys[int(k)*x.stride+keyHead])
 	for x.nodes[n].inst != inst {
 		n = x.nodes[n].sib
 	}
 	return n
 }
 
-// evictTail unlinks instance l's least recently used node and drops it from its hash's entry;
-// it returns the node for reuse and whether table entries moved.
+// evictTail unlinks instance l's least recently used node and drops it from its key; it
+// returns the node for reuse and whether table slots moved.
 func (x *PrefixIndex) evictTail(l *instLRU) (int32, bool) {
 	n := l.tail
 	p := x.nodes[n].prev
@@ -277,58 +303,67 @@ func (x *PrefixIndex) evictTail(l *instLRU) (int32, bool) {
 	return n, x.forget(n)
 }
 
-// forget removes node n from its hash's holder list and instance set, deleting the entry when
-// no holder is left; it reports whether it deleted one (table entries may have moved).
+// forget removes node n from its key's holder list and instance set, deleting the key when no
+// holder is left; it reports whether it deleted one (table slots may have moved).
 func (x *PrefixIndex) forget(n int32) bool {
 	nd := &x.nodes[n]
-	j, _ := x.lookup(nd.hash)
-	s := uint64(x.stride)
-	e := x.table[j*s : j*s+s]
-	if int32(e[slotHead])-1 == n {
-		e[slotHead] = uint64(nd.sib + 1)
+	k, s := nd.key, x.stride
+	e := x.keys[int(k)*s : int(k)*s+s]
+	if int32(e[keyHead]) == n {
+		e[keyHead] = uint64(uint32(nd.sib))
 	} else {
-		p := int32(e[slotHead]) - 1
+		p := int32(e[keyHead])
 		for x.nodes[p].sib != n {
 			p = x.nodes[p].sib
 		}
 		x.nodes[p].sib = nd.sib
 	}
-	e[slotSet+uint64(nd.inst/64)] &^= 1 << (uint(nd.inst) % 64)
-	if e[slotHead] != 0 {
+	e[keySet+int(nd.inst/64)] &^= 1 << (uint(nd.inst) % 64)
+	if int32(e[keyHead]) >= 0 {
 		return false
 	}
+	fp := fingerprint(e[keyHash])
+	v := fp<<32 | uint64(k+1)
+	j := fp >> x.shift
+	for x.slots[j] != v {
+		j = (j + 1) & x.mask
+	}
 	x.deleteSlot(j)
+	e[keyHead] = uint64(uint32(x.freeKey))
+	x.freeKey = k
 	return true
 }
 
-// deleteSlot empties slot j, shifting later members of its probe run back so that every
-// entry stays reachable from its home slot without tombstones.
+// deleteSlot empties slot j, shifting later members of its probe run back so that every key
+// stays reachable from its home slot without tombstones.
 func (x *PrefixIndex) deleteSlot(j uint64) {
-	t, s, mask := x.table, uint64(x.stride), x.mask
+	t, mask := x.slots, x.mask
 	hole := j
-	for k := (j + 1) & mask; t[k*s+slotHead] != 0; k = (k + 1) & mask {
-		// The entry at k may fill the hole unless its home lies cyclically in (hole, k].
-		if (k-x.home(t[k*s+slotHash]))&mask >= (k-hole)&mask {
-			copy(t[hole*s:hole*s+s], t[k*s:k*s+s])
+	for k := (j + 1) & mask; t[k] != 0; k = (k + 1) & mask {
+		// The key at k may fill the hole unless its home lies cyclically in (hole, k].
+		if (k-(t[k]>>32)>>x.shift)&mask >= (k-hole)&mask {
+			t[hole] = t[k]
 			hole = k
 		}
 	}
-	t[hole*s+slotHead] = 0
+	t[hole] = 0
 	x.live--
 }
 
-// grow doubles the table and reinserts every entry; nodes refer to hashes, not slots, so
-// nothing else changes.
+// grow doubles the table and reinserts every slot; fingerprints hold the home bits, so the
+// key records are not read.
 func (x *PrefixIndex) grow() {
-	old, s := x.table, x.stride
-	live := x.live
-	x.setTable(2 * len(old) / s)
-	for k := 0; k < len(old); k += s {
-		if old[k+slotHead] == 0 {
+	old, live := x.slots, x.live
+	x.setTable(2 * len(old))
+	for _, v := range old {
+		if v == 0 {
 			continue
 		}
-		j, _ := x.lookup(old[k+slotHash])
-		copy(x.table[j*uint64(s):], old[k:k+s])
+		j := (v >> 32) >> x.shift
+		for x.slots[j] != 0 {
+			j = (j + 1) & x.mask
+		}
+		x.slots[j] = v
 	}
 	x.live = live
 }

@@ -1,6 +1,9 @@
 package policy
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 func TestPrefixIndexGreedyMatchCreditsEveryHolder(t *testing.T) {
 	x := NewPrefixIndex([]int{100, 100, 100})
@@ -100,7 +103,7 @@ func TestPrefixIndexAddDoesNotAllocateAfterConstruction(t *testing.T) {
 
 func TestPrefixIndexHugeCapacityAllocatesByUse(t *testing.T) {
 	x := NewPrefixIndex([]int{1 << 40, 1 << 40})
-	if n := len(x.table) / x.stride; n > prefixIndexPreallocSlots {
+	if n := len(x.slots); n > prefixIndexPreallocSlots {
 		t.Fatalf("table starts with %d slots, want at most %d", n, prefixIndexPreallocSlots)
 	}
 	x.Add(1, []uint64{0, 1, 2, 3, ^uint64(0)})
@@ -297,31 +300,39 @@ func (l *refBlockLRU) moveToFront(n int32) {
 func (x *PrefixIndex) order(i int) []uint64 {
 	var hs []uint64
 	for n := x.lrus[i].head; n >= 0; n = x.nodes[n].next {
-		hs = append(hs, x.nodes[n].hash)
+		hs = append(hs, x.keys[int(x.nodes[n].key)*x.stride+keyHash])
 	}
 	return hs
 }
 
-// checkPrefixIndexInvariants verifies the table and node store: every occupied slot is
-// reachable from its home slot, its set matches its holder list, and the counts agree.
+// checkPrefixIndexInvariants verifies the table, key and node stores: every occupied slot
+// names a key reachable from its home slot, each key's set matches its holder list, and the
+// counts agree.
 func checkPrefixIndexInvariants(t *testing.T, x *PrefixIndex) {
 	t.Helper()
 	s := x.stride
 	live, held := 0, 0
-	for k := 0; k < len(x.table); k += s {
-		if x.table[k+slotHead] == 0 {
+	for j, v := range x.slots {
+		if v == 0 {
 			continue
 		}
 		live++
-		h := x.table[k+slotHash]
-		if j, ok := x.lookup(h); !ok || int(j)*s != k {
-			t.Fatalf("hash %#x at slot %d is not found by probing", h, k/s)
+		k := int32(uint32(v)) - 1
+		h := x.keys[int(k)*s+keyHash]
+		if v>>32 != fingerprint(h) {
+			t.Fatalf("slot %d: fingerprint %#x, key %d hashes to %#x", j, v>>32, k, fingerprint(h))
+		}
+		if got, slot := x.lookup(h); got != k || int(slot) != j {
+			t.Fatalf("hash %#x at slot %d is found as key %d at slot %d", h, j, got, slot)
 		}
 		set := make([]uint64, x.words)
-		for n := int32(x.table[k+slotHead]) - 1; n >= 0; n = x.nodes[n].sib {
+		if x.keys[int(k)*s+keyHead] == uint64(math.MaxUint32) {
+			t.Fatalf("key %d of %#x has no holder", k, h)
+		}
+		for n := int32(x.keys[int(k)*s+keyHead]); n >= 0; n = x.nodes[n].sib {
 			nd := x.nodes[n]
-			if nd.hash != h {
-				t.Fatalf("holder node %d of %#x has hash %#x", n, h, nd.hash)
+			if nd.key != k {
+				t.Fatalf("holder node %d of key %d names key %d", n, k, nd.key)
 			}
 			if set[nd.inst/64]&(1<<(uint(nd.inst)%64)) != 0 {
 				t.Fatalf("instance %d holds %#x twice", nd.inst, h)
@@ -330,16 +341,23 @@ func checkPrefixIndexInvariants(t *testing.T, x *PrefixIndex) {
 			held++
 		}
 		for w := range set {
-			if set[w] != x.table[k+slotSet+w] {
-				t.Fatalf("set of %#x is %x, holder list says %x", h, x.table[k+slotSet:k+s], set)
+			if set[w] != x.keys[int(k)*s+keySet+w] {
+				t.Fatalf("set of %#x is %x, holder list says %x", h, x.keys[int(k)*s+keySet:int(k)*s+s], set)
 			}
 		}
 	}
 	if live != x.live {
 		t.Fatalf("%d occupied slots, live says %d", live, x.live)
 	}
-	if 2*live > len(x.table)/s {
-		t.Fatalf("load %d/%d above 1/2", live, len(x.table)/s)
+	if 2*live > len(x.slots) {
+		t.Fatalf("load %d/%d above 1/2", live, len(x.slots))
+	}
+	free := 0
+	for k := x.freeKey; k >= 0; k = int32(x.keys[int(k)*s+keyHead]) {
+		free++
+	}
+	if live+free != len(x.keys)/s {
+		t.Fatalf("%d live and %d free keys, %d records", live, free, len(x.keys)/s)
 	}
 	total := 0
 	for i := range x.lrus {
