@@ -237,18 +237,18 @@ func (a *celAdmission) Decide(r *RequestView, st *RouterState, snaps []InstanceS
 	switch x := v.(type) {
 	case types.Bool:
 		if x {
-			return AdmissionDecision{Action: Admit, Reason: "cel"}
+			return AdmissionDecision{Action: Admit, Reason: PolicyCEL}
 		}
-		return AdmissionDecision{Action: Reject, Reason: "cel"}
+		return AdmissionDecision{Action: Reject, Reason: PolicyCEL}
 	case types.String:
 		switch x {
 		case "admit":
-			return AdmissionDecision{Action: Admit, Reason: "cel"}
+			return AdmissionDecision{Action: Admit, Reason: PolicyCEL}
 		case "reject":
-			return AdmissionDecision{Action: Reject, Reason: "cel"}
+			return AdmissionDecision{Action: Reject, Reason: PolicyCEL}
 		case "delay":
 			if a.delay > 0 {
-				return AdmissionDecision{Action: Delay, Delay: a.delay, Reason: "cel"}
+				return AdmissionDecision{Action: Delay, Delay: a.delay, Reason: PolicyCEL}
 			}
 		}
 	}

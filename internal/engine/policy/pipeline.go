@@ -345,7 +345,7 @@ func buildRouting(s *RoutingSpec, c *buildCtx) (RoutingPolicy, string, error) {
 	case PolicyCEL:
 		var prog *celProgram
 		if prog, err = buildCELProgram(KindRouting, s.CEL, r); err == nil {
-			sr := newScoringRouter(c.instances, []string{"cel"}, []scorer{&celScorer{p: prog, errors: c.celErrors, cache: newScoreCache(c.instances)}}, []float64{1}, c.rng, "cel")
+			sr := newScoringRouter(c.instances, []string{PolicyCEL}, []scorer{&celScorer{p: prog, errors: c.celErrors, cache: newScoreCache(c.instances)}}, []float64{1}, c.rng, PolicyCEL)
 			sr.prefix = needsPrefixIndex(s.CEL)
 			sr.configurePicker(r)
 			pol = sr

@@ -2,6 +2,9 @@ package policy
 
 import "fmt"
 
+// schedFCFS names first-come-first-served ordering, both as a scheduler and as a preemption policy.
+const schedFCFS = "fcfs"
+
 // SchedKey is what an instance scheduler may observe about a request (seed 001 §D.7: local
 // only). The simulator keeps one per queued or running request.
 type SchedKey struct {
@@ -44,7 +47,7 @@ func fifo(a, b *SchedKey) bool {
 
 type fcfsScheduler struct{}
 
-func (fcfsScheduler) Name() string               { return "fcfs" }
+func (fcfsScheduler) Name() string               { return schedFCFS }
 func (fcfsScheduler) Before(a, b *SchedKey) bool { return fifo(a, b) }
 
 // priorityFCFS serves higher priority first, then FIFO (sign -1 gives reverse-priority).
@@ -84,7 +87,7 @@ func (s sjf) Before(a, b *SchedKey) bool {
 // preemptFCFS evicts the request that entered the running batch last (vLLM's default).
 type preemptFCFS struct{}
 
-func (preemptFCFS) Name() string { return "fcfs" }
+func (preemptFCFS) Name() string { return schedFCFS }
 func (preemptFCFS) Victim(a, b *SchedKey) bool {
 	if a.RunSeq != b.RunSeq {
 		return a.RunSeq > b.RunSeq
@@ -108,7 +111,9 @@ func (preemptPriority) Victim(a, b *SchedKey) bool {
 }
 
 // SchedulerNames lists the instance scheduler templates.
-func SchedulerNames() []string { return []string{"fcfs", "priority-fcfs", "sjf", "reverse-priority"} }
+func SchedulerNames() []string {
+	return []string{schedFCFS, "priority-fcfs", "sjf", "reverse-priority"}
+}
 
 // NewScheduler returns the named scheduler ("" is fcfs). params may be nil; sjf takes "by":
 // input (default), output or total.
@@ -116,7 +121,7 @@ func NewScheduler(name string, params Params) (Scheduler, error) {
 	r := newParamReader(params)
 	var s Scheduler
 	switch name {
-	case "", "fcfs":
+	case "", schedFCFS:
 		s = fcfsScheduler{}
 	case "priority-fcfs":
 		s = priorityFCFS{name: "priority-fcfs", sign: 1}
@@ -143,7 +148,7 @@ func NewScheduler(name string, params Params) (Scheduler, error) {
 // NewPreemption returns the named preemption policy ("" is fcfs).
 func NewPreemption(name string) (Preemption, error) {
 	switch name {
-	case "", "fcfs":
+	case "", schedFCFS:
 		return preemptFCFS{}, nil
 	case "priority":
 		return preemptPriority{}, nil
