@@ -163,6 +163,10 @@ func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, err
 	}
 	if err := r.writeStatus(ctx, &ev, desired); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Deleted meanwhile: the next reconcile forgets it.
+			return ctrl.Result{}, nil
+		}
 		if apierrors.IsConflict(err) {
 			// Someone else wrote first; the watch brings the new version right away.
 			return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil

@@ -42,8 +42,10 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -336,13 +338,22 @@ func PodNamespace() (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
+// Bounds of the in-cluster write: each request times out, and transient failures are retried.
+const (
+	requestTimeout = 30 * time.Second
+	writeAttempts  = 5
+)
+
 // WriteInCluster is Write from inside an engine pod: it connects with the pod's service
-// account (in-cluster configuration) and writes into the pod's own namespace.
+// account (in-cluster configuration) and writes into the pod's own namespace. Each request has
+// a timeout; transient failures are retried a few times with backoff, while a refusal (hash
+// mismatch, forbidden, invalid) is returned at once.
 func WriteInCluster(ctx context.Context, name string, res *evaluation.EngineResult, trace []byte) error {
 	cfg, err := rest.InClusterConfig()
 	if err != nil {
 		return fmt.Errorf("resultstore: in-cluster configuration: %w", err)
 	}
+	cfg.Timeout = requestTimeout
 	ns, err := PodNamespace()
 	if err != nil {
 		return err
@@ -355,7 +366,38 @@ func WriteInCluster(ctx context.Context, name string, res *evaluation.EngineResu
 	if err != nil {
 		return fmt.Errorf("resultstore: creating a client: %w", err)
 	}
-	return Write(ctx, c, ns, name, res, trace)
+	return writeWithRetries(ctx, c, ns, name, res, trace, time.Second)
+}
+
+// writeWithRetries calls Write up to writeAttempts times, doubling the pause from backoff,
+// while the failure is transient (a conflict, a timeout, an unavailable server).
+func writeWithRetries(ctx context.Context, c client.Client, ns, name string, res *evaluation.EngineResult, trace []byte, backoff time.Duration) error {
+	var err error
+	for attempt := 1; ; attempt++ {
+		err = Write(ctx, c, ns, name, res, trace)
+		if err == nil || attempt == writeAttempts || !transient(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(backoff):
+		}
+		backoff *= 2
+	}
+}
+
+// transient reports whether a failed write may succeed when tried again.
+func transient(err error) bool {
+	if errors.Is(err, ErrHashMismatch) {
+		return false
+	}
+	switch {
+	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err), apierrors.IsInvalid(err),
+		apierrors.IsNotFound(err), apierrors.IsBadRequest(err), apierrors.IsRequestEntityTooLargeError(err):
+		return false
+	}
+	return true
 }
 
 // PublishFile writes the result file `blis engine --output` wrote (success or failure) into the

@@ -26,11 +26,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	blisv1alpha1 "github.com/inference-sim/blis-operator/api/v1alpha1"
 	"github.com/inference-sim/blis-operator/internal/evaluation"
@@ -186,5 +190,29 @@ func TestWriteFillsPreparedConfigMap(t *testing.T) {
 	}
 	if _, err := readResultFile(filepath.Join(t.TempDir(), "missing.json")); err == nil {
 		t.Fatal("a missing result file was read")
+	}
+}
+
+// TestWriteRetriesTransientFailures: a conflict is retried; a refusal is not.
+func TestWriteRetriesTransientFailures(t *testing.T) {
+	prepared := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "run-result",
+		Annotations: map[string]string{AnnotationInputHash: hash}}}
+	failures := 2
+	calls := 0
+	c := interceptor.NewClient(fake.NewClientBuilder().WithObjects(prepared).Build(), interceptor.Funcs{
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			calls++
+			if calls <= failures {
+				return apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, obj.GetName(), errors.New("changed"))
+			}
+			return c.Update(ctx, obj, opts...)
+		},
+	})
+	if err := writeWithRetries(context.Background(), c, "ns", "run-result", success(), nil, time.Millisecond); err != nil || calls != 3 {
+		t.Fatalf("err %v after %d calls, want success on the third", err, calls)
+	}
+	calls = 0
+	if err := writeWithRetries(context.Background(), c, "ns", "absent", success(), nil, time.Millisecond); err == nil || calls != 0 {
+		t.Fatalf("a missing ConfigMap must fail at once: %v, %d updates", err, calls)
 	}
 }
