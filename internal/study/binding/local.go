@@ -28,38 +28,17 @@ import (
 
 	blisv1alpha1 "github.com/inference-sim/blis-operator/api/v1alpha1"
 	"github.com/inference-sim/blis-operator/internal/engine/export"
-	"github.com/inference-sim/blis-operator/internal/engine/model"
-	"github.com/inference-sim/blis-operator/internal/engine/policy"
 	"github.com/inference-sim/blis-operator/internal/evaluation"
+	"github.com/inference-sim/blis-operator/internal/promote"
 	"github.com/inference-sim/blis-operator/internal/study"
 )
 
 // Export renders the policy and cluster of a resolved evaluation as llm-d configuration for
-// target (empty: the exporter's default). The replica pools come from cluster.
+// target (empty: the exporter's default), through promote.Export (the mapping `blis export`
+// and the operator's promotion use): pools, disaggregation, KV offload and autoscaling bounds
+// come from cluster, the SLO classes from the evaluation's workload.
 func Export(res *evaluation.Resolved, cluster *blisv1alpha1.SimulatedClusterSpec, target string) (*export.Result, error) {
-	b, err := policy.Parse([]byte(res.Document.Policy))
-	if err != nil {
-		return nil, err
-	}
-	inst := res.Document.Cluster.Instance
-	mr, err := model.Resolve(inst)
-	if err != nil {
-		return nil, err
-	}
-	c := export.Cluster{Model: inst.Model, GPU: inst.GPU, Engine: inst.Engine}
-	if cluster != nil {
-		for _, p := range cluster.Pools {
-			role := string(p.Role)
-			if role == "" {
-				role = export.RoleMonolithic
-			}
-			c.Pools = append(c.Pools, export.Pool{Name: p.Name, Role: role, Replicas: p.Replicas, MinReplicas: p.MinReplicas, MaxReplicas: p.MaxReplicas})
-		}
-	}
-	if len(c.Pools) == 0 {
-		c.Pools = []export.Pool{{Name: export.DefaultPoolName, Role: export.RoleMonolithic, Replicas: int32(res.Document.Cluster.Replicas)}}
-	}
-	return export.Export(export.Input{Bundle: b, Cluster: c, Resolved: mr}, export.Options{Target: target})
+	return promote.Export(res, cluster, export.Options{Target: target})
 }
 
 // Local runs a study's candidates in-process: it resolves each candidate (the base bundle
