@@ -86,6 +86,25 @@ type ClusterDoc struct {
 	// Observability is the staleness of the instance signals the router reads (nil: the
 	// engine's defaults); it becomes the policy bundle's observability.
 	Observability *policy.ObservabilityConfig `json:"observability,omitempty"`
+	// Autoscaling bounds and actuates the replica count (nil: Replicas fixed). The policy
+	// bundle's autoscaler block gives the evaluation interval, cooldowns and template.
+	Autoscaling *AutoscalingDoc `json:"autoscaling,omitempty"`
+}
+
+// AutoscalingDoc is the autoscaled cluster: Replicas start ready, and the autoscaler keeps the
+// active replicas within [MinReplicas, MaxReplicas].
+type AutoscalingDoc struct {
+	MinReplicas int `json:"minReplicas"`
+	MaxReplicas int `json:"maxReplicas"`
+	// ProvisioningDelayUs, ModelLoadDelayUs and WarmupDelayUs are a new replica's actuation
+	// delays (constant).
+	ProvisioningDelayUs int64 `json:"provisioningDelayUs,omitempty"`
+	ModelLoadDelayUs    int64 `json:"modelLoadDelayUs,omitempty"`
+	WarmupDelayUs       int64 `json:"warmupDelayUs,omitempty"`
+	// DrainPolicy is wait, immediate or redirect (empty = wait).
+	DrainPolicy string `json:"drainPolicy,omitempty"`
+	// CostPerReplicaHour prices replica time.
+	CostPerReplicaHour float64 `json:"costPerReplicaHour,omitempty"`
 }
 
 // WorkloadDoc is the resolved workload: a generated workload spec or a trace to replay.

@@ -6,6 +6,7 @@ import (
 
 	blisv1alpha1 "github.com/inference-sim/blis-operator/api/v1alpha1"
 	"github.com/inference-sim/blis-operator/internal/engine/metrics"
+	"github.com/inference-sim/blis-operator/internal/engine/sim"
 	"github.com/inference-sim/blis-operator/internal/engine/trace"
 	"github.com/inference-sim/blis-operator/internal/engine/workload"
 	"github.com/inference-sim/blis-operator/internal/evaluation/fitness"
@@ -33,6 +34,18 @@ type seedData struct {
 	an *trace.Anomalies
 	// kvPeak is the largest fraction of an instance's KV blocks in use at once.
 	kvPeak float64
+	// autoscale is the autoscaler's summary (autoscaled clusters only).
+	autoscale *sim.AutoscaleStats
+}
+
+// autoscaled reads a value from the autoscaler's summary.
+func autoscaled(f func(a *sim.AutoscaleStats) float64) func(*seedData) (float64, bool) {
+	return func(x *seedData) (float64, bool) {
+		if x.autoscale == nil {
+			return 0, false
+		}
+		return f(x.autoscale), true
+	}
 }
 
 func count(f func(o *metrics.Output) int64) func(*seedData) (float64, bool) {
@@ -125,6 +138,9 @@ var metricDefs = []metricDef{
 	{"cacheHitRate", false, scaleFraction, optional(func(o *metrics.Output) *float64 { return o.CacheHitRate }), func(m *blisv1alpha1.EvaluationMetrics, v float64) { m.CacheHitRate = v }},
 	{"jainFairnessIndex", false, scaleFraction, optional(func(o *metrics.Output) *float64 { return o.JainFairnessIndex }), func(m *blisv1alpha1.EvaluationMetrics, v float64) { m.JainFairnessIndex = v }},
 	{"replicaSeconds", false, scaleReplicaS, func(x *seedData) (float64, bool) {
+		if x.autoscale != nil {
+			return x.autoscale.ReplicaSeconds, true
+		}
 		return float64(x.replicas) * x.o.VllmDurationSec, true
 	}, func(m *blisv1alpha1.EvaluationMetrics, v float64) { m.ReplicaSeconds = v }},
 
@@ -137,6 +153,10 @@ var metricDefs = []metricDef{
 		return float64(x.o.PreemptionCount) / float64(max(x.o.CompletedRequests, 1)), true
 	}, nil},
 	{"loadImbalance", false, scaleRatio, anomaly(func(a *trace.Anomalies) (float64, bool) { return a.LoadImbalance(), a.Routed > 0 }), nil},
+	{"replicaCost", false, scaleRatio, autoscaled(func(a *sim.AutoscaleStats) float64 { return a.Cost }), nil},
+	{"scaleUps", true, scaleRatio, autoscaled(func(a *sim.AutoscaleStats) float64 { return float64(a.ScaleUps) }), nil},
+	{"scaleDowns", true, scaleRatio, autoscaled(func(a *sim.AutoscaleStats) float64 { return float64(a.ScaleDowns) }), nil},
+	{"scaleOscillations", true, scaleRatio, autoscaled(func(a *sim.AutoscaleStats) float64 { return float64(a.Oscillations) }), nil},
 	{"tailLatencyBlowup", false, scaleBlowup, func(x *seedData) (float64, bool) { return TailBlowup(x.o), x.o.TTFTP50Ms > 0 }, nil},
 	{"kvPeakUtilization", false, scaleFraction, func(x *seedData) (float64, bool) { return x.kvPeak, true }, nil},
 	{"kvMeanUtilization", false, scaleFraction, anomaly(func(a *trace.Anomalies) (float64, bool) { return a.KVMeanUtilization(), a.Steps > 0 }), nil},

@@ -28,6 +28,8 @@ type plan struct {
 	instance sim.InstanceConfig
 	replicas int
 	bundle   *policy.Bundle
+	// autoscale is the autoscaler of every seed (nil: fixed replicas); slots are its max.
+	autoscale *sim.AutoscaleConfig
 	// targets are the goodput SLO targets by class (ms).
 	targets map[string]workload.SLOTargets
 	// objectives are the resolved objective metrics, in Document.Objectives order.
@@ -95,6 +97,9 @@ func load(doc *Document, wrap func(part string, err error) error) (*Resolved, er
 		return nil, wrap(partPolicy, err)
 	}
 	p.bundle = b
+	if err := p.setAutoscale(doc, b, &notes); err != nil {
+		return nil, wrap(partCluster, err)
+	}
 
 	// Workload.
 	w := &doc.Workload
@@ -191,7 +196,13 @@ func (p *plan) config(doc *Document, seed int64, horizon int64) *sim.Config {
 		AdmissionLatency: doc.Cluster.AdmissionLatencyUs,
 		RoutingLatency:   doc.Cluster.RoutingLatencyUs,
 	}
-	cfg.Instances = make([]sim.InstanceConfig, p.replicas)
+	n := p.replicas
+	if p.autoscale != nil {
+		a := *p.autoscale
+		cfg.Autoscale = &a
+		n = int(a.MaxReplicas)
+	}
+	cfg.Instances = make([]sim.InstanceConfig, n)
 	for i := range cfg.Instances {
 		cfg.Instances[i] = p.instance
 	}
@@ -295,4 +306,57 @@ func closeSource(src workload.Source) {
 	if cs, ok := src.(*closingSource); ok {
 		closeQuietly(cs.c)
 	}
+}
+
+// defaultAutoscaleIntervalUs is the evaluation period of an autoscaled cluster whose bundle
+// sets none: the Kubernetes HPA's default sync period.
+const defaultAutoscaleIntervalUs = 15_000_000
+
+// autoscaleConfig builds the engine's autoscaler from the cluster's bounds and delays and the
+// bundle's autoscaler block (interval, stabilization windows as cooldowns, template).
+func autoscaleConfig(a *AutoscalingDoc, replicas int, b *policy.Autoscaler) (*sim.AutoscaleConfig, string, error) {
+	spec, err := b.Spec()
+	if err != nil {
+		return nil, "", err
+	}
+	var note string
+	interval := int64(b.IntervalUs)
+	if interval <= 0 {
+		interval = defaultAutoscaleIntervalUs
+		note = "autoscaling: the policy bundle sets no autoscaler.intervalUs; the autoscaler evaluates every 15 s"
+	}
+	if a.MinReplicas < 1 || a.MinReplicas > a.MaxReplicas || a.MaxReplicas > maxReplicas || replicas < a.MinReplicas || replicas > a.MaxReplicas {
+		return nil, "", fmt.Errorf("autoscaling: need 1 <= minReplicas (%d) <= replicas (%d) <= maxReplicas (%d) <= %d", a.MinReplicas, replicas, a.MaxReplicas, maxReplicas)
+	}
+	ac := &sim.AutoscaleConfig{
+		Policy:      spec,
+		MinReplicas: int32(a.MinReplicas), MaxReplicas: int32(a.MaxReplicas), InitialReplicas: int32(replicas),
+		IntervalUs:          interval,
+		ScaleUpCooldownUs:   int64(b.ScaleUpStabilizationWindowUs),
+		ScaleDownCooldownUs: int64(b.ScaleDownStabilizationWindowUs),
+		Provisioning:        sim.Delay{MeanUs: a.ProvisioningDelayUs},
+		ModelLoad:           sim.Delay{MeanUs: a.ModelLoadDelayUs},
+		Warmup:              sim.Delay{MeanUs: a.WarmupDelayUs},
+		Drain:               sim.DrainPolicy(a.DrainPolicy),
+		CostPerReplicaHour:  a.CostPerReplicaHour,
+	}
+	cfg := sim.Config{Autoscale: ac, Instances: make([]sim.InstanceConfig, a.MaxReplicas)}
+	if err := cfg.Autoscale.Validate(len(cfg.Instances)); err != nil {
+		return nil, "", err
+	}
+	return ac, note, nil
+}
+
+// setAutoscale builds the plan's autoscaler when the cluster has one, adding its note.
+func (p *plan) setAutoscale(doc *Document, b *policy.Bundle, notes *[]string) error {
+	a := doc.Cluster.Autoscaling
+	if a == nil {
+		return nil
+	}
+	ac, note, err := autoscaleConfig(a, doc.Cluster.Replicas, &b.Autoscaler)
+	if note != "" {
+		*notes = append(*notes, note)
+	}
+	p.autoscale = ac
+	return err
 }

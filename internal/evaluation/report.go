@@ -51,6 +51,7 @@ func FlatMetrics(st *blisv1alpha1.EvaluationStatus) map[string]float64 {
 		out["anomalies/rejectedRequests"] = float64(a.RejectedRequests)
 		out["anomalies/droppedUnservable"] = float64(a.DroppedUnservable)
 		out["anomalies/timedOutRequests"] = float64(a.TimedOutRequests)
+		out["anomalies/scaleOscillations"] = float64(a.ScaleOscillations)
 	}
 	for _, f := range st.Fitness {
 		out["fitness/"+f.Name] = f.Value

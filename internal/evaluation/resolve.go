@@ -305,8 +305,8 @@ func resolveCluster(o owner, s *blisv1alpha1.SimulatedClusterSpec) (ClusterDoc, 
 			return d, nil, o.err(ReasonInvalidSpec, fmt.Sprintf("pools[%d].replicas", i), fmt.Errorf("must be >= 0, got %d", p.Replicas))
 		}
 		d.Replicas += int(p.Replicas)
-		if p.MinReplicas != nil || p.MaxReplicas != nil {
-			notes = append(notes, fmt.Sprintf("pool %s: minReplicas/maxReplicas are not simulated; the pool keeps its %d replicas", p.Name, p.Replicas))
+		if (p.MinReplicas != nil || p.MaxReplicas != nil) && s.Autoscaling == nil {
+			notes = append(notes, fmt.Sprintf("pool %s: minReplicas/maxReplicas apply only with autoscaling; the pool keeps its %d replicas", p.Name, p.Replicas))
 		}
 	}
 	if d.Replicas < 1 {
@@ -321,8 +321,12 @@ func resolveCluster(o owner, s *blisv1alpha1.SimulatedClusterSpec) (ClusterDoc, 
 	if len(s.KVTiers) > 0 {
 		notes = append(notes, "kvTiers: KV offload tiers are not simulated; replicas use GPU KV blocks only")
 	}
-	if s.Autoscaling != nil {
-		notes = append(notes, "autoscaling: replicas are not autoscaled; the pools keep their initial replicas")
+	if a := s.Autoscaling; a != nil {
+		ad, err := resolveAutoscaling(o, a, d.Replicas)
+		if err != nil {
+			return d, nil, err
+		}
+		d.Autoscaling = ad
 	}
 	if obs := s.Observability; obs != nil {
 		d.Observability = &policy.ObservabilityConfig{
@@ -434,7 +438,21 @@ func resolvePolicy(o owner, s *blisv1alpha1.PolicyBundleSpec, cms map[string]map
 		}
 		s = parsed
 	}
+	// The autoscale template and its parameters are the engine's extension of BLIS's
+	// autoscaler block: they go around the BLIS conversion.
+	var asPolicy string
+	var asParams map[string]float64
+	if a := s.Autoscaler; a != nil && (a.Policy != "" || len(a.Parameters) > 0) {
+		cp, ac := *s, *a
+		asPolicy, asParams = ac.Policy, ac.Parameters
+		ac.Policy, ac.Parameters = "", nil
+		cp.Autoscaler = &ac
+		s = &cp
+	}
 	out, err := blisfile.PolicyToEngine(s)
+	if err == nil && (asPolicy != "" || len(asParams) > 0) {
+		out, err = withAutoscaleTemplate(out, asPolicy, asParams)
+	}
 	if err != nil {
 		reason := ReasonInvalidSpec
 		if strings.Contains(err.Error(), "does not implement") {
@@ -443,10 +461,44 @@ func resolvePolicy(o owner, s *blisv1alpha1.PolicyBundleSpec, cms map[string]map
 		return "", o, nil, o.err(reason, "", err)
 	}
 	var notes []string
-	if s.Autoscaler != nil || s.InstanceLifecycle != nil || len(s.NodePools) > 0 {
-		notes = append(notes, "policy: autoscaler, instanceLifecycle and nodePools are validated but not simulated; replicas are fixed and start warm")
+	if s.InstanceLifecycle != nil || len(s.NodePools) > 0 {
+		notes = append(notes, "policy: instanceLifecycle and nodePools are validated but not simulated; the SimulatedCluster's autoscaling block sets the replica bounds and actuation delays")
+	}
+	if s.Autoscaler != nil && s.Autoscaler.HpaScrapeDelay != nil {
+		notes = append(notes, "policy: autoscaler.hpaScrapeDelay is not simulated; the autoscaler reads live signals")
 	}
 	return string(out), o, notes, nil
+}
+
+// resolveAutoscaling checks a cluster's autoscaling block against its initial replicas.
+func resolveAutoscaling(o owner, a *blisv1alpha1.AutoscalingSpec, replicas int) (*AutoscalingDoc, error) {
+	switch {
+	case a.MinReplicas < 1:
+		return nil, o.err(ReasonInvalidSpec, "autoscaling.minReplicas", fmt.Errorf("must be >= 1 (one replica stays ready), got %d", a.MinReplicas))
+	case a.MinReplicas > a.MaxReplicas:
+		return nil, o.err(ReasonInvalidSpec, "autoscaling.minReplicas", fmt.Errorf("must not exceed maxReplicas (%d), got %d", a.MaxReplicas, a.MinReplicas))
+	case replicas < int(a.MinReplicas) || replicas > int(a.MaxReplicas):
+		return nil, o.err(ReasonInvalidSpec, "pools", fmt.Errorf("the pools' %d replicas must be within autoscaling's [%d, %d]", replicas, a.MinReplicas, a.MaxReplicas))
+	case a.MaxReplicas > maxReplicas:
+		return nil, o.err(ReasonInvalidSpec, "autoscaling.maxReplicas", fmt.Errorf("at most %d, got %d", maxReplicas, a.MaxReplicas))
+	case a.ProvisioningDelayUs < 0 || a.ModelLoadDelayUs < 0 || a.WarmupDelayUs < 0:
+		return nil, o.err(ReasonInvalidSpec, "autoscaling", errors.New("delays must be >= 0"))
+	}
+	return &AutoscalingDoc{
+		MinReplicas: int(a.MinReplicas), MaxReplicas: int(a.MaxReplicas),
+		ProvisioningDelayUs: a.ProvisioningDelayUs, ModelLoadDelayUs: a.ModelLoadDelayUs, WarmupDelayUs: a.WarmupDelayUs,
+		DrainPolicy: a.DrainPolicy, CostPerReplicaHour: a.CostPerReplicaHour,
+	}, nil
+}
+
+// withAutoscaleTemplate sets the autoscale template and parameters in an engine policy file.
+func withAutoscaleTemplate(data []byte, template string, params map[string]float64) ([]byte, error) {
+	b, err := policy.Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	b.Autoscaler.Policy, b.Autoscaler.Params = template, params
+	return yaml.Marshal(b)
 }
 
 // limits are a workload's own request count and horizon when the document carries them at top

@@ -132,7 +132,7 @@ func (p *plan) runSeed(doc *Document, seed int64) (SeedResult, error) {
 		return SeedResult{}, fmt.Errorf("trace: %w", ts.Err())
 	}
 	rep := res.Report(names, metrics.Options{Targets: targets})
-	x := &seedData{o: &rep.Cluster, replicas: p.replicas}
+	x := &seedData{o: &rep.Cluster, replicas: p.replicas, autoscale: res.Autoscale}
 	if res.Trace != nil {
 		x.an = &res.Trace.Anomalies
 	}

@@ -271,3 +271,43 @@ func (p *Pipeline) Retarget(d *RoutingDecision, to int, hashes []uint64) {
 	t.Instance = int32(to)
 	d.Target = int32(to)
 }
+
+// Autoscale template parameters of a bundle's autoscaler.params.
+var autoscaleParams = map[string]func(*AutoscaleSpec, float64){
+	"scale_up_threshold":   func(s *AutoscaleSpec, v float64) { s.ScaleUpThreshold = v },
+	"scale_down_threshold": func(s *AutoscaleSpec, v float64) { s.ScaleDownThreshold = v },
+	"target_utilization":   func(s *AutoscaleSpec, v float64) { s.TargetUtilization = v },
+	"target_queue_depth":   func(s *AutoscaleSpec, v float64) { s.TargetQueueDepth = v },
+	"step": func(s *AutoscaleSpec, v float64) {
+		s.Step = int32(min(max(v, -1), math.MaxInt32))
+		if float64(s.Step) != v {
+			s.Step = -1 // not a whole number: Validate rejects it
+		}
+	},
+}
+
+// Spec returns the autoscale policy of the block: Policy with Params, where the analyzer's
+// scale_up_threshold and scale_down_boundary are the threshold template's defaults.
+func (a *Autoscaler) Spec() (AutoscaleSpec, error) {
+	s := AutoscaleSpec{
+		Template:           a.Policy,
+		ScaleUpThreshold:   a.Analyzer.ScaleUpThreshold,
+		ScaleDownThreshold: a.Analyzer.ScaleDownBoundary,
+	}
+	keys := make([]string, 0, len(a.Params))
+	for k := range a.Params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		set, ok := autoscaleParams[k]
+		if !ok {
+			return s, fmt.Errorf("autoscaler.params: unknown parameter %q (known: scale_up_threshold, scale_down_threshold, step, target_queue_depth, target_utilization)", k)
+		}
+		set(&s, a.Params[k])
+	}
+	if err := s.Validate(); err != nil {
+		return s, fmt.Errorf("autoscaler: %w", err)
+	}
+	return s, nil
+}

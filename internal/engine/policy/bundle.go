@@ -140,6 +140,10 @@ type Autoscaler struct {
 	ScaleDownStabilizationWindowUs float64   `yaml:"scale_down_stabilization_window_us,omitempty" json:"scale_down_stabilization_window_us,omitempty"`
 	HPAScrapeDelay                 DelaySpec `yaml:"hpa_scrape_delay,omitempty" json:"hpa_scrape_delay,omitempty"`
 	Analyzer                       Analyzer  `yaml:"analyzer,omitempty" json:"analyzer,omitempty"`
+	// Policy and Params select the autoscale template and its parameters (an extension of
+	// BLIS's block; see Autoscaler.Spec). Empty Policy means threshold on the analyzer's bounds.
+	Policy string             `yaml:"policy,omitempty" json:"policy,omitempty"`
+	Params map[string]float64 `yaml:"params,omitempty" json:"params,omitempty"`
 }
 
 // InstanceLifecycle is BLIS's instance loading model.
@@ -222,6 +226,9 @@ func (b *Bundle) validateInfra() error {
 	}
 	if v := a.Analyzer.KVCacheThreshold; v != 0 && (math.IsNaN(v) || v < 0 || v > 1) {
 		return fmt.Errorf("autoscaler.analyzer.kv_cache_threshold must be in (0, 1], got %v", v)
+	}
+	if _, err := a.Spec(); err != nil && (a.IntervalUs > 0 || a.Policy != "" || len(a.Params) > 0) {
+		return err
 	}
 	for i, p := range b.NodePools {
 		if p.Name == "" {

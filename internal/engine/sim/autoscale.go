@@ -86,8 +86,8 @@ type AutoscaleConfig struct {
 	OscillationWindowUs int64
 }
 
-// validate checks the autoscaler against the cluster of n replica slots.
-func (a *AutoscaleConfig) validate(n int) error {
+// Validate checks the autoscaler against a cluster of n replica slots.
+func (a *AutoscaleConfig) Validate(n int) error {
 	init := a.InitialReplicas
 	if init == 0 {
 		init = a.MinReplicas
@@ -177,8 +177,11 @@ type autoscaler struct {
 	// masked the snapshots with non-ready instances made unattractive (runs with one).
 	routeSnaps []Snapshot
 	masked     []policy.InstanceSnapshot
-	// pendingLife counts scheduled lifecycle transitions (they keep an idle run alive).
+	// pendingLife counts scheduled lifecycle transitions; idleEvals counts evaluations since
+	// the workload ended and the cluster became idle; lives points at every instance's state.
 	pendingLife int
+	idleEvals   int64
+	lives       []*lifeState
 	stats       AutoscaleStats
 }
 
@@ -217,6 +220,9 @@ func (s *simulation) newAutoscaler(streams *rng.Partitioned) error {
 		}
 	}
 	s.as = as
+	for i := range s.insts {
+		as.lives = append(as.lives, &s.insts[i].life)
+	}
 	as.rebuildReady(s.insts)
 	s.heap.push(a.IntervalUs, evAutoscale, -1, -1)
 	return nil
@@ -269,9 +275,37 @@ func (s *simulation) onAutoscale() {
 	if s.invariants && s.err == nil {
 		s.err = s.checkScaleBounds()
 	}
-	if s.cfg.Horizon > 0 || s.slab.live > 0 || as.pendingLife > 0 || s.srcSlot >= 0 {
+	if s.slab.live > 0 || s.srcSlot >= 0 {
+		as.idleEvals = 0
+	} else {
+		as.idleEvals++
+	}
+	if as.keepEvaluating() {
 		s.heap.push(s.now+a.IntervalUs, evAutoscale, -1, -1)
 	}
+}
+
+// keepEvaluating reports whether the autoscaler evaluates again. While requests are in flight
+// or still to come it always does. Once the workload is over and the cluster idle, it goes on
+// until the cluster has settled at its minimum, or for as many evaluations as scaling down
+// from max to min can take with the scale-down cooldown (plus one oscillation window), so a
+// run without a horizon ends and one with a horizon is not padded with idle evaluations.
+func (as *autoscaler) keepEvaluating() bool {
+	if as.idleEvals == 0 {
+		return true
+	}
+	a := as.cfg
+	var active int32
+	for _, l := range as.lives {
+		if *l == lifeReady || *l == lifeProvisioning || *l == lifeWarming {
+			active++
+		}
+	}
+	if active <= a.MinReplicas && as.pendingLife == 0 {
+		return false
+	}
+	limit := int64(a.MaxReplicas-a.MinReplicas+1)*(a.ScaleDownCooldownUs/a.IntervalUs+1) + as.window/a.IntervalUs
+	return as.idleEvals <= limit
 }
 
 // recordAction counts a scaling action from cur to want replicas in direction dir.
@@ -330,6 +364,9 @@ func (s *simulation) finishAutoscale(end int64) {
 	st.Cost = st.ReplicaSeconds / 3600 * as.cfg.CostPerReplicaHour
 	st.Actions = append([]ScaleAction(nil), st.Actions...)
 	s.res.Autoscale = &st
+	if s.res.Trace != nil {
+		s.res.Trace.Anomalies.ScaleOscillations = st.Oscillations
+	}
 }
 
 // addReplicaTime adds in's replica time from its start to end.

@@ -121,9 +121,13 @@ func TestAutoscaleBurstScalesUpAndDownWithDelays(t *testing.T) {
 	if as.PeakActive < 2 || as.PeakActive > 4 {
 		t.Errorf("peak active %d outside [2, 4]", as.PeakActive)
 	}
-	// One replica for the whole 200 s, plus the extra replicas for part of it.
-	if as.ReplicaSeconds <= 200 || as.ReplicaSeconds >= 4*200 {
-		t.Errorf("replica seconds %.1f outside (200, 800)", as.ReplicaSeconds)
+	// One replica for the whole run, plus the extra replicas for part of it.
+	end := float64(res.End) / 1e6
+	if as.ReplicaSeconds <= end || as.ReplicaSeconds >= 4*end {
+		t.Errorf("replica seconds %.1f outside (%.0f, %.0f)", as.ReplicaSeconds, end, 4*end)
+	}
+	if res.End >= cfg.Horizon {
+		t.Errorf("the run went on idle to the horizon (end %d)", res.End)
 	}
 	if want := as.ReplicaSeconds / 3600 * 3.6; as.Cost != want {
 		t.Errorf("cost %v, want %v", as.Cost, want)

@@ -168,7 +168,7 @@ func (c *Config) validate() error {
 		return fmt.Errorf("routing latency must be >= 0, got %d", c.RoutingLatency)
 	}
 	if c.Autoscale != nil {
-		if err := c.Autoscale.validate(len(c.Instances)); err != nil {
+		if err := c.Autoscale.Validate(len(c.Instances)); err != nil {
 			return err
 		}
 	}

@@ -618,14 +618,14 @@ func (s *simulation) finish() {
 		}
 	}
 	s.res.Unrouted = s.unrouted
-	if s.as != nil {
-		s.finishAutoscale(end)
-	}
 	if s.ctl != nil {
 		s.res.Policy = s.ctl.p.Stats()
 		if s.ctl.tr != nil {
 			s.res.Trace = s.ctl.tr.rec.Trace(end)
 		}
+	}
+	if s.as != nil {
+		s.finishAutoscale(end)
 	}
 	for i := range s.insts {
 		in := &s.insts[i]

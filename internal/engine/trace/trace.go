@@ -276,6 +276,9 @@ type Anomalies struct {
 	// stepping instance's KV blocks in use after each step's batch formation.
 	Steps            int64
 	KVUtilizationSum float64
+	// ScaleOscillations counts autoscaler actions that reversed the previous action's
+	// direction within the oscillation window (autoscaled runs; set by the simulator).
+	ScaleOscillations int64
 }
 
 // KVMeanUtilization is the mean KV utilization over engine steps (0 without steps): a per-step
