@@ -10,10 +10,15 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	blisv1alpha1 "github.com/inference-sim/blis-operator/api/v1alpha1"
 	"github.com/inference-sim/blis-operator/internal/engine/export"
 	"github.com/inference-sim/blis-operator/internal/engine/export/llmd"
 	"github.com/inference-sim/blis-operator/internal/engine/policy"
+	"github.com/inference-sim/blis-operator/internal/evaluation"
+	"github.com/inference-sim/blis-operator/internal/promote"
 )
 
 func init() {
@@ -24,6 +29,11 @@ func init() {
 type exportFlags struct {
 	bundle, cluster, outDir string
 	opts                    export.Options
+
+	// Manifest mode: the files and the objects chosen from them.
+	files                               []string
+	evaluation, bundleName, clusterName string
+	workloadName                        string
 
 	// Cluster flags, named as in `blis run`; they override --cluster when given.
 	model, hardware                                         string
@@ -38,16 +48,23 @@ type exportFlags struct {
 func newExportCommand() *cobra.Command {
 	f := &exportFlags{}
 	cmd := &cobra.Command{
-		Use:   "export --bundle FILE -o DIR",
+		Use:   "export (-f FILE... | --bundle FILE) -o DIR",
 		Short: "Export a policy bundle and its cluster as llm-d configuration",
 		Long: `Export writes the llm-d configuration that runs a simulated policy bundle: the
 EndpointPickerConfig (` + export.FileEPPConfig + `, the endpoint picker's --config-file),
 InferenceObjectives per SLO class, the vLLM arguments of each model-server pool, a KEDA
 ScaledObject when the bundle autoscales, and with --inference-pool an InferencePool.
 
---bundle is a BLIS policy-config or this project's bundle YAML. The cluster comes from
---cluster (YAML: model, gpu, engine, pools, disaggregation, kvOffload, autoscaling, sloClasses)
-and/or the flags of blis run, which override it. Whatever llm-d cannot express exactly is
+With -f it reads the project's manifests as blis evaluate does (multi-document YAML, -f
+repeatable, BLIS files too) and exports what the operator's promotion would write: an
+Evaluation's resolved policy and cluster (--evaluation, or the only Evaluation), or a
+PolicyBundle on a SimulatedCluster (--bundle-name and --cluster-name; --workload-name adds the
+workload's SLO classes). The cluster's pools, kvTransfer, kvTiers and autoscaling bounds are
+exported with it.
+
+Otherwise --bundle is a BLIS policy-config or this project's bundle YAML. The cluster comes
+from --cluster (YAML: model, gpu, engine, pools, disaggregation, kvOffload, autoscaling,
+sloClasses) and/or the flags of blis run, which override it. Whatever llm-d cannot express exactly is
 printed as a warning on standard error (and written to ` + export.FileWarnings + `); a policy with
 nothing close in llm-d is an error. The generated configuration is decoded strictly and
 validated against the target router before it is written.
@@ -55,6 +72,13 @@ validated against the target router before it is written.
 Targets: ` + strings.Join(llmd.TargetNames(), ", ") + ` (default ` + llmd.DefaultTarget + `).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(f.files) > 0 || f.evaluation != "" || f.bundleName != "" || f.clusterName != "" || f.workloadName != "" {
+				res, err := exportManifests(cmd.InOrStdin(), cmd.Flags(), f)
+				if err != nil {
+					return err
+				}
+				return writeExport(res, f.outDir, cmd.ErrOrStderr())
+			}
 			b, c, err := exportInputs(cmd.Flags(), f)
 			if err != nil {
 				return err
@@ -64,6 +88,11 @@ Targets: ` + strings.Join(llmd.TargetNames(), ", ") + ` (default ` + llmd.Defaul
 	}
 	fl := cmd.Flags()
 	fl.SortFlags = false
+	fl.StringArrayVarP(&f.files, "filename", "f", nil, "manifest or BLIS file (repeatable; - reads standard input)")
+	fl.StringVar(&f.evaluation, "evaluation", "", "with -f: the Evaluation to export (its resolved policy and cluster)")
+	fl.StringVar(&f.bundleName, "bundle-name", "", "with -f: the PolicyBundle to export (with --cluster-name)")
+	fl.StringVar(&f.clusterName, "cluster-name", "", "with -f: the SimulatedCluster the PolicyBundle is exported for")
+	fl.StringVar(&f.workloadName, "workload-name", "", "with -f: the WorkloadSpec whose SLO classes get objectives (optional)")
 	fl.StringVar(&f.bundle, "bundle", "", "policy bundle file (BLIS policy-config or bundle YAML); empty = every default")
 	fl.StringVar(&f.cluster, "cluster", "", "cluster input file (YAML)")
 	fl.StringVar(&f.opts.Target, "target", llmd.DefaultTarget, "router release to write for: "+strings.Join(llmd.TargetNames(), ", "))
@@ -149,14 +178,20 @@ func exportInputs(fl *pflag.FlagSet, f *exportFlags) (*policy.Bundle, *export.Cl
 	return b, c, nil
 }
 
-// exportBundle is the core of `blis export`: export b on c, print the warnings to stderr and
-// write the files to dir (files of an earlier export that this one does not produce are
-// removed, so the directory never mixes two exports).
+// exportBundle is the core of `blis export --bundle`: export b on c, print the warnings to
+// stderr and write the files to dir (writeExport).
 func exportBundle(b *policy.Bundle, c *export.Cluster, opts export.Options, dir string, stderr io.Writer) error {
 	res, err := export.Export(export.Input{Bundle: b, Cluster: *c}, opts)
 	if err != nil {
 		return err
 	}
+	return writeExport(res, dir, stderr)
+}
+
+// writeExport prints the warnings of res to stderr and writes its files to dir (files of an
+// earlier export that this one does not produce are removed, so the directory never mixes two
+// exports).
+func writeExport(res *export.Result, dir string, stderr io.Writer) error {
 	for _, w := range res.Warnings {
 		fmt.Fprintln(stderr, "warning:", w)
 	}
@@ -180,3 +215,130 @@ func exportBundle(b *policy.Bundle, c *export.Cluster, opts export.Options, dir 
 	}
 	return nil
 }
+
+// exportManifests reads the -f files and exports the chosen Evaluation, or the chosen
+// PolicyBundle on the chosen SimulatedCluster, through internal/promote.
+func exportManifests(stdin io.Reader, fl *pflag.FlagSet, f *exportFlags) (*export.Result, error) {
+	if len(f.files) == 0 {
+		return nil, errors.New("--evaluation, --bundle-name, --cluster-name and --workload-name choose objects of the -f files; give -f")
+	}
+	if f.bundle != "" || f.cluster != "" {
+		return nil, errors.New("-f reads the bundle and the cluster from manifests; --bundle and --cluster are the file mode")
+	}
+	for _, name := range clusterFlagNames {
+		if fl.Changed(name) {
+			return nil, fmt.Errorf("--%s describes a cluster of the file mode; with -f the SimulatedCluster gives it", name)
+		}
+	}
+	var m evaluation.Manifests
+	for _, name := range f.files {
+		var data []byte
+		var err error
+		if name == "-" {
+			data, err = io.ReadAll(stdin)
+		} else {
+			data, err = os.ReadFile(name)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := m.Add(name, data); err != nil {
+			return nil, err
+		}
+	}
+	if f.bundleName != "" || f.clusterName != "" || f.workloadName != "" {
+		if f.evaluation != "" {
+			return nil, errors.New("--evaluation exports an Evaluation; --bundle-name, --cluster-name and --workload-name a PolicyBundle: give one or the other")
+		}
+		return exportNamedBundle(&m, f)
+	}
+	ev, err := m.Select(f.evaluation, false)
+	if err != nil {
+		return nil, err
+	}
+	in, err := m.Inputs(ev, os.ReadFile)
+	if err != nil {
+		return nil, err
+	}
+	res, err := evaluation.Resolve(in)
+	if err != nil {
+		return nil, err
+	}
+	cluster := ev.Spec.Cluster
+	if in.Cluster != nil && ev.Spec.ClusterRef != nil {
+		cluster = &in.Cluster.Spec
+	}
+	return promote.Export(res, cluster, f.opts)
+}
+
+// exportNamedBundle exports --bundle-name on --cluster-name (with --workload-name's classes).
+func exportNamedBundle(m *evaluation.Manifests, f *exportFlags) (*export.Result, error) {
+	if f.bundleName == "" || f.clusterName == "" {
+		return nil, errors.New("a PolicyBundle is exported for a SimulatedCluster: give --bundle-name and --cluster-name")
+	}
+	b := promote.Bundle{}
+	var err error
+	if b.Policy, err = findNamed(evaluation.KindPolicyBundle, f.bundleName, m.Policies, func(o *blisv1alpha1.PolicyBundle) metav1.Object { return o }); err != nil {
+		return nil, err
+	}
+	ns := b.Policy.Namespace
+	if b.Cluster, err = findNamed(evaluation.KindSimulatedCluster, f.clusterName, inNamespace(m.Clusters, ns, func(o *blisv1alpha1.SimulatedCluster) string { return o.Namespace }),
+		func(o *blisv1alpha1.SimulatedCluster) metav1.Object { return o }); err != nil {
+		return nil, err
+	}
+	if f.workloadName != "" {
+		if b.Workload, err = findNamed(evaluation.KindWorkloadSpec, f.workloadName, inNamespace(m.Workloads, ns, func(o *blisv1alpha1.WorkloadSpec) string { return o.Namespace }),
+			func(o *blisv1alpha1.WorkloadSpec) metav1.Object { return o }); err != nil {
+			return nil, err
+		}
+	}
+	b.ConfigMaps = map[string]map[string]string{}
+	for _, cm := range inNamespace(m.ConfigMaps, ns, func(o *corev1.ConfigMap) string { return o.Namespace }) {
+		b.ConfigMaps[cm.Name] = cm.Data
+	}
+	res, err := promote.ResolveBundle(b)
+	if err != nil {
+		return nil, err
+	}
+	return promote.Export(res, &b.Cluster.Spec, f.opts)
+}
+
+// findNamed returns the only object of objs named name.
+func findNamed[T any](kind, name string, objs []T, meta func(*T) metav1.Object) (*T, error) {
+	var found *T
+	for i := range objs {
+		if meta(&objs[i]).GetName() != name {
+			continue
+		}
+		if found != nil {
+			return nil, fmt.Errorf("the files hold several %ss named %q (in different namespaces)", kind, name)
+		}
+		found = &objs[i]
+	}
+	if found == nil {
+		return nil, fmt.Errorf("no %s %q in the files", kind, name)
+	}
+	return found, nil
+}
+
+// inNamespace keeps the objects of namespace ns (an empty namespace is the default one).
+func inNamespace[T any](objs []T, ns string, nsOf func(*T) string) []T {
+	norm := func(s string) string {
+		if s == "" {
+			return evaluation.DefaultNamespace
+		}
+		return s
+	}
+	var out []T
+	for i := range objs {
+		if norm(nsOf(&objs[i])) == norm(ns) {
+			out = append(out, objs[i])
+		}
+	}
+	return out
+}
+
+// clusterFlagNames are the flags of the file mode that describe the cluster.
+var clusterFlagNames = []string{"model", "hardware", "tp", "max-num-seqs", "max-num-batched-tokens", "long-prefill-token-threshold",
+	"block-size-in-tokens", "total-kv-blocks", "gpu-memory-utilization", "max-model-len", "enable-prefix-caching",
+	"enable-chunked-prefill", "num-instances", "slo-classes"}

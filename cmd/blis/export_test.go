@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -79,5 +80,154 @@ func TestExportImportCommands(t *testing.T) {
 	}
 	if _, err := blisCLI(t, "export", "--bundle", bundle, "--strict", "-o", out); err == nil || !strings.Contains(err.Error(), "strict") {
 		t.Fatalf("strict: %v", err)
+	}
+}
+
+// readDir returns the files of dir by name.
+func readDir(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[e.Name()] = string(data)
+	}
+	return out
+}
+
+// sameExport fails unless directories a and b hold the same files with the same content.
+func sameExport(t *testing.T, what string, a, b string) {
+	t.Helper()
+	fa, fb := readDir(t, a), readDir(t, b)
+	if len(fa) != len(fb) {
+		t.Fatalf("%s: files %v and %v differ", what, keys(fa), keys(fb))
+	}
+	for name, content := range fa {
+		if fb[name] != content {
+			t.Fatalf("%s: %s differs:\n%s\n--- versus ---\n%s", what, name, content, fb[name])
+		}
+	}
+}
+
+func keys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func writeFile(t *testing.T, path, content string) string {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestExportFromManifests(t *testing.T) {
+	samples := filepath.Join("..", "..", "config", "samples")
+	quickstart := filepath.Join(samples, "quickstart.yaml")
+	dir := t.TempDir()
+
+	// The quick start's only Evaluation, and the same bundle and cluster as files.
+	fromManifests := filepath.Join(dir, "manifests")
+	if _, err := blisCLI(t, "export", "-f", quickstart, "-o", fromManifests); err != nil {
+		t.Fatal(err)
+	}
+	bundle := writeFile(t, filepath.Join(dir, "bundle.yaml"), `admission: {policy: always-admit}
+priority: {policy: slo-based}
+routing:
+  policy: weighted
+  scorers:
+  - {name: prefix-cache-scorer, weight: 3}
+  - {name: queue-scorer, weight: 2}
+  - {name: kv-cache-utilization-scorer, weight: 2}
+scheduler: priority-fcfs
+`)
+	cluster := writeFile(t, filepath.Join(dir, "cluster.yaml"), `model: meta-llama/llama-3.1-8b-instruct
+gpu: H100
+engine: {tensorParallelSize: 1, maxNumSeqs: 256, maxNumBatchedTokens: 8192}
+pools: [{name: serving, replicas: 4}]
+sloClasses: [batch, critical]
+`)
+	fromFiles := filepath.Join(dir, "files")
+	if _, err := blisCLI(t, "export", "--bundle", bundle, "--cluster", cluster, "-o", fromFiles); err != nil {
+		t.Fatal(err)
+	}
+	sameExport(t, "quickstart", fromManifests, fromFiles)
+	objectives := readDir(t, fromManifests)[export.FileObjectives]
+	if !strings.Contains(objectives, "name: critical") || strings.Contains(objectives, "name: sheddable") {
+		t.Fatalf("objectives are not the workload's classes:\n%s", objectives)
+	}
+
+	// The PolicyBundle on the SimulatedCluster with the workload's classes is the same export.
+	byName := filepath.Join(dir, "by-name")
+	if _, err := blisCLI(t, "export", "-f", quickstart, "--bundle-name", "quickstart-llm-d-default",
+		"--cluster-name", "quickstart-llama8b-h100", "--workload-name", "quickstart-two-tenants", "-o", byName); err != nil {
+		t.Fatal(err)
+	}
+	sameExport(t, "bundle by name", fromManifests, byName)
+	// Without the workload, objectives are written for every class of the priority table.
+	if _, err := blisCLI(t, "export", "-f", quickstart, "--bundle-name", "quickstart-llm-d-default",
+		"--cluster-name", "quickstart-llama8b-h100", "-o", byName); err != nil {
+		t.Fatal(err)
+	}
+	if o := readDir(t, byName)[export.FileObjectives]; !strings.Contains(o, "name: sheddable") {
+		t.Fatalf("objectives without a workload:\n%s", o)
+	}
+
+	// policy-comparison.yaml with the cluster and workload samples it names: the baseline's
+	// least-loaded routing is an approximation, the candidate's decision tree is refused.
+	files := []string{"-f", filepath.Join(samples, "blis_v1alpha1_simulatedcluster.yaml"),
+		"-f", filepath.Join(samples, "blis_v1alpha1_workloadspec.yaml"), "-f", filepath.Join(samples, "policy-comparison.yaml")}
+	baseline := filepath.Join(dir, "baseline")
+	stderr, err := blisCLI(t, append([]string{"export", "--evaluation", "compare-baseline-run", "-o", baseline}, files...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr, "warning: routing (approximation): least-loaded") {
+		t.Fatalf("warning not printed: %q", stderr)
+	}
+	bundle = writeFile(t, filepath.Join(dir, "baseline-bundle.yaml"), "admission: {policy: always-admit}\nrouting: {policy: least-loaded}\nscheduler: fcfs\n")
+	cluster = writeFile(t, filepath.Join(dir, "baseline-cluster.yaml"), `model: meta-llama/llama-3.1-8b-instruct
+gpu: H100
+engine: {vllmVersion: v0.11.0, tensorParallelSize: 1, maxNumSeqs: 256, maxNumBatchedTokens: 8192, blockSize: 16,
+  gpuMemoryUtilization: 0.9, enableChunkedPrefill: true, enablePrefixCaching: true}
+pools: [{name: main, role: monolithic, replicas: 4}]
+sloClasses: [batch, critical]
+`)
+	baselineFiles := filepath.Join(dir, "baseline-files")
+	if _, err := blisCLI(t, "export", "--bundle", bundle, "--cluster", cluster, "-o", baselineFiles); err != nil {
+		t.Fatal(err)
+	}
+	sameExport(t, "policy-comparison baseline", baseline, baselineFiles)
+	if !strings.Contains(readDir(t, baseline)[export.FileWarnings], "least-loaded") {
+		t.Fatalf("%s lacks the approximation", export.FileWarnings)
+	}
+	if _, err := blisCLI(t, append([]string{"export", "--evaluation", "compare-candidate-run", "-o", filepath.Join(dir, "candidate")}, files...)...); err == nil ||
+		!strings.Contains(err.Error(), "no llm-d equivalent") {
+		t.Fatalf("decision-tree admission: %v", err)
+	}
+
+	// Mixing the modes, or naming half a bundle source, is an error.
+	for _, args := range [][]string{
+		{"export", "-f", quickstart, "--model", testModel, "-o", dir},
+		{"export", "-f", quickstart, "--bundle", bundle, "-o", dir},
+		{"export", "-f", quickstart, "--bundle-name", "quickstart-llm-d-default", "-o", dir},
+		{"export", "-f", quickstart, "--bundle-name", "nope", "--cluster-name", "quickstart-llama8b-h100", "-o", dir},
+		{"export", "-f", quickstart, "--evaluation", "quickstart", "--bundle-name", "quickstart-llm-d-default", "-o", dir},
+		{"export", "--evaluation", "quickstart", "-o", dir},
+	} {
+		if _, err := blisCLI(t, args...); err == nil {
+			t.Errorf("%v: accepted", args)
+		}
 	}
 }
