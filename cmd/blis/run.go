@@ -38,6 +38,7 @@ type runFlags struct {
 	// Cluster and control plane.
 	numInstances  int
 	pol           policyFlags
+	scale         autoscaleFlags
 	seed, horizon int64
 
 	// Workload (BLIS's default "distribution" workload).
@@ -114,6 +115,7 @@ The flags are upstream BLIS's; --max-num-running-reqs, --max-num-scheduled-token
 
 	fl.IntVar(&f.numInstances, "num-instances", 1, "number of instances")
 	addPolicyFlags(fl, &f.pol)
+	addAutoscaleFlags(fl, &f.scale)
 	fl.Int64Var(&f.seed, "seed", 42, "master random seed")
 	fl.Int64Var(&f.horizon, "horizon", 0, "stop the simulation at this time in microseconds (0 = run until all requests finish)")
 
@@ -366,7 +368,14 @@ func buildRun(fl *pflag.FlagSet, f *runFlags) (*runInput, error) {
 		RoutingLatency:   f.pol.routingLatency,
 		Options:          sim.Options{RequestRecords: f.metricsPath != ""},
 	}
-	for range f.numInstances {
+	if cfg.Autoscale, err = autoscaleConfig(fl, &f.scale, f.numInstances, bundle); err != nil {
+		return nil, err
+	}
+	n := f.numInstances
+	if cfg.Autoscale != nil {
+		n = int(cfg.Autoscale.MaxReplicas) // replica slots; --num-instances start ready
+	}
+	for range n {
 		cfg.Instances = append(cfg.Instances, inst)
 	}
 	src, targets, err := buildWorkload(fl, f, cfg)
@@ -392,6 +401,9 @@ func runSimulation(stdout io.Writer, fl *pflag.FlagSet, f *runFlags) error {
 	names := in.src.Tables()
 	report := res.Report(names, metrics.Options{Targets: sloTargets(in.targets, names)})
 	if err := report.WriteBLIS(stdout); err != nil {
+		return err
+	}
+	if err := writeAutoscale(stdout, res.Autoscale); err != nil {
 		return err
 	}
 	if f.metricsPath == "" {

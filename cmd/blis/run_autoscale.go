@@ -1,0 +1,159 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/inference-sim/blis-operator/internal/engine/policy"
+	"github.com/inference-sim/blis-operator/internal/engine/sim"
+)
+
+// autoscaleFlags are the autoscaling flags of `blis run`. Autoscaling is on when
+// --max-replicas is set; --num-instances is then the initial replica count.
+type autoscaleFlags struct {
+	template                              string
+	intervalUs                            int64
+	minReplicas, maxReplicas              int
+	scaleUp, scaleDown, target, queue     float64
+	step                                  int
+	upCooldownUs, downCooldownUs          int64
+	provisioningUs, modelLoadUs, warmupUs int64
+	drain                                 string
+	costPerReplicaHour                    float64
+}
+
+func addAutoscaleFlags(fl *pflag.FlagSet, f *autoscaleFlags) {
+	fl.IntVar(&f.maxReplicas, "max-replicas", 0, "turn on autoscaling with at most this many replicas (0 = fixed --num-instances replicas)")
+	fl.IntVar(&f.minReplicas, "min-replicas", 1, "fewest replicas the autoscaler keeps (>= 1)")
+	fl.StringVar(&f.template, "autoscale-policy", "", "autoscale template: "+strings.Join(policy.AutoscaleTemplateNames(), ", ")+" (default: the policy config's autoscaler.policy, else threshold)")
+	fl.Int64Var(&f.intervalUs, "autoscale-interval-us", 0, "period of autoscaler evaluations in microseconds (default: the policy config's autoscaler.interval_us, else 15 s)")
+	fl.Float64Var(&f.scaleUp, "scale-up-threshold", 0, "utilization above which threshold adds replicas (default 0.8, or the analyzer's)")
+	fl.Float64Var(&f.scaleDown, "scale-down-threshold", 0, "utilization below which threshold and queue-depth remove replicas (default 0.3, or the analyzer's)")
+	fl.Float64Var(&f.target, "target-utilization", 0, "set point of target-utilization in (0, 1] (default 0.7)")
+	fl.Float64Var(&f.queue, "target-queue-depth", 0, "queued requests per ready replica above which queue-depth adds replicas (default 4)")
+	fl.IntVar(&f.step, "scale-step", 0, "replicas one threshold, queue-depth or oscillator action adds or removes (default 1)")
+	fl.Int64Var(&f.upCooldownUs, "scale-up-cooldown-us", -1, "least time since the last scaling action before a scale-up (default: the scale-up stabilization window)")
+	fl.Int64Var(&f.downCooldownUs, "scale-down-cooldown-us", -1, "least time since the last scaling action before a scale-down (default: the scale-down stabilization window)")
+	fl.Int64Var(&f.provisioningUs, "provisioning-delay-us", 0, "time from a scale-up decision to a provisioned replica")
+	fl.Int64Var(&f.modelLoadUs, "model-load-delay-us", -1, "time a new replica loads the model (default: the policy config's instance_lifecycle.loading_delay)")
+	fl.Int64Var(&f.warmupUs, "warmup-delay-us", 0, "time a loaded replica warms up before it is routed to")
+	fl.StringVar(&f.drain, "drain-policy", string(sim.DrainWait), "what a removed replica does with its requests: wait, immediate or redirect")
+	fl.Float64Var(&f.costPerReplicaHour, "cost-per-replica-hour", 0, "price of one replica hour, for the autoscaler's cost")
+}
+
+// autoscaleConfig builds the run's autoscaler from the flags and the policy config's
+// autoscaler and instance_lifecycle blocks (nil when autoscaling is off).
+func autoscaleConfig(fl *pflag.FlagSet, f *autoscaleFlags, initial int, b *policy.Bundle) (*sim.AutoscaleConfig, error) {
+	if f.maxReplicas == 0 {
+		for _, n := range []string{"min-replicas", "autoscale-policy", "autoscale-interval-us", "drain-policy", "provisioning-delay-us"} {
+			if fl.Changed(n) {
+				return nil, fmt.Errorf("--%s needs --max-replicas (autoscaling)", n)
+			}
+		}
+		return nil, nil
+	}
+	var blk policy.Autoscaler
+	var loadUs int64
+	if b != nil {
+		blk = b.Autoscaler
+		loadUs = int64(b.InstanceLifecycle.LoadingDelay.Mean * 1e6)
+	}
+	if f.template != "" {
+		blk.Policy = f.template
+	}
+	spec, err := blk.Spec()
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range []struct {
+		name string
+		dst  *float64
+		v    float64
+	}{
+		{"scale-up-threshold", &spec.ScaleUpThreshold, f.scaleUp}, {"scale-down-threshold", &spec.ScaleDownThreshold, f.scaleDown},
+		{"target-utilization", &spec.TargetUtilization, f.target}, {"target-queue-depth", &spec.TargetQueueDepth, f.queue},
+	} {
+		if fl.Changed(o.name) {
+			*o.dst = o.v
+		}
+	}
+	if fl.Changed("scale-step") {
+		spec.Step = int32(f.step)
+	}
+	interval := int64(blk.IntervalUs)
+	if fl.Changed("autoscale-interval-us") {
+		interval = f.intervalUs
+	} else if interval == 0 {
+		interval = 15_000_000
+	}
+	pick := func(name string, v int64, def int64) int64 {
+		if fl.Changed(name) {
+			return v
+		}
+		return def
+	}
+	if f.maxReplicas > maxInstances {
+		return nil, fmt.Errorf("--max-replicas must be <= %d, got %d", maxInstances, f.maxReplicas)
+	}
+	if f.minReplicas < 1 || f.minReplicas > f.maxReplicas {
+		return nil, fmt.Errorf("need 1 <= --min-replicas (%d) <= --max-replicas (%d)", f.minReplicas, f.maxReplicas)
+	}
+	if initial < f.minReplicas || initial > f.maxReplicas {
+		return nil, fmt.Errorf("--num-instances (%d, the initial replicas) must be within [--min-replicas %d, --max-replicas %d]", initial, f.minReplicas, f.maxReplicas)
+	}
+	a := &sim.AutoscaleConfig{
+		Policy:      spec,
+		MinReplicas: int32(f.minReplicas), MaxReplicas: int32(f.maxReplicas), InitialReplicas: int32(initial),
+		IntervalUs:          interval,
+		ScaleUpCooldownUs:   pick("scale-up-cooldown-us", f.upCooldownUs, int64(blk.ScaleUpStabilizationWindowUs)),
+		ScaleDownCooldownUs: pick("scale-down-cooldown-us", f.downCooldownUs, int64(blk.ScaleDownStabilizationWindowUs)),
+		Provisioning:        sim.Delay{MeanUs: f.provisioningUs},
+		ModelLoad:           sim.Delay{MeanUs: pick("model-load-delay-us", f.modelLoadUs, loadUs)},
+		Warmup:              sim.Delay{MeanUs: f.warmupUs},
+		Drain:               sim.DrainPolicy(f.drain),
+		CostPerReplicaHour:  f.costPerReplicaHour,
+	}
+	if b != nil && b.InstanceLifecycle.LoadingDelay.Stddev > 0 && !fl.Changed("model-load-delay-us") {
+		a.ModelLoad.StddevUs = int64(b.InstanceLifecycle.LoadingDelay.Stddev * 1e6)
+	}
+	if err := a.Validate(f.maxReplicas); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// writeAutoscale prints the autoscaler's summary after the metrics blocks, in the same
+// "=== ... ===" then JSON layout.
+func writeAutoscale(w io.Writer, st *sim.AutoscaleStats) error {
+	if st == nil {
+		return nil
+	}
+	out := struct {
+		Policy          string  `json:"policy"`
+		Evaluations     int64   `json:"evaluations"`
+		ScaleUps        int64   `json:"scale_ups"`
+		ScaleDowns      int64   `json:"scale_downs"`
+		ReplicasAdded   int64   `json:"replicas_added"`
+		ReplicasRemoved int64   `json:"replicas_removed"`
+		Oscillations    int64   `json:"scale_oscillations"`
+		ReplicaSeconds  float64 `json:"replica_seconds"`
+		Cost            float64 `json:"cost"`
+		PeakReplicas    int32   `json:"peak_replicas"`
+		Redirected      int64   `json:"redirected_requests"`
+		DroppedDrain    int64   `json:"dropped_by_drain"`
+	}{st.Policy, st.Evaluations, st.ScaleUps, st.ScaleDowns, st.ReplicasAdded, st.ReplicasRemoved, st.Oscillations,
+		st.ReplicaSeconds, st.Cost, st.PeakActive, st.Redirected, st.DroppedScaledDown}
+	data, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(w, "=== Autoscaler ===\n%s\n", data); err != nil {
+		return errors.Join(errors.New("writing the autoscaler summary"), err)
+	}
+	return nil
+}

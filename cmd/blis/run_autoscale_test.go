@@ -1,0 +1,57 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestRunAutoscaleFlags(t *testing.T) {
+	out, err := runCLI(t, "--model", testModel, "--num-instances", "1", "--max-replicas", "4", "--min-replicas", "1",
+		"--autoscale-policy", "oscillator", "--autoscale-interval-us", "500000", "--provisioning-delay-us", "1000000",
+		"--model-load-delay-us", "500000", "--warmup-delay-us", "100000", "--drain-policy", "redirect",
+		"--cost-per-replica-hour", "2", "--num-requests", "200", "--rate", "20", "--seed", "3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.Split(out, "=== Autoscaler ===\n")
+	if len(parts) != 2 {
+		t.Fatalf("want one autoscaler block, got output %q", out)
+	}
+	var st struct {
+		Policy         string  `json:"policy"`
+		ScaleUps       int64   `json:"scale_ups"`
+		Oscillations   int64   `json:"scale_oscillations"`
+		ReplicaSeconds float64 `json:"replica_seconds"`
+		Cost           float64 `json:"cost"`
+	}
+	if err := json.Unmarshal([]byte(parts[1]), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Policy != "oscillator" || st.ScaleUps == 0 || st.Oscillations == 0 || st.ReplicaSeconds <= 0 || st.Cost <= 0 {
+		t.Errorf("autoscaler summary %+v", st)
+	}
+	// The metrics blocks before it are still BLIS's: 4 instance slots and the cluster block.
+	if blocks := splitBlocks(t, parts[0]); len(blocks) != 5 {
+		t.Errorf("%d metrics blocks, want 5", len(blocks))
+	}
+}
+
+func TestRunAutoscaleFlagErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--max-replicas", "2", "--min-replicas", "3"}, "--min-replicas"},
+		{[]string{"--max-replicas", "2", "--num-instances", "3"}, "initial replicas"},
+		{[]string{"--min-replicas", "2"}, "needs --max-replicas"},
+		{[]string{"--max-replicas", "2", "--drain-policy", "later"}, "drain policy"},
+		{[]string{"--max-replicas", "2", "--autoscale-policy", "magic"}, "unknown"},
+		{[]string{"--max-replicas", "2", "--scale-up-threshold", "0.2", "--scale-down-threshold", "0.5"}, "below scale_up_threshold"},
+	} {
+		_, err := runCLI(t, append([]string{"--model", testModel, "--num-requests", "5"}, c.args...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want %q", c.args, err, c.want)
+		}
+	}
+}
