@@ -821,6 +821,14 @@ func (r *EvaluationReconciler) observeInProcess(ctx context.Context, log logr.Lo
 	return ctrl.Result{}, nil
 }
 
+// attempts renders a number of attempts.
+func attempts(n int32) string {
+	if n == 1 {
+		return "1 attempt"
+	}
+	return fmt.Sprintf("%d attempts", n)
+}
+
 func seedsText(ev *blisv1alpha1.Evaluation) string {
 	if n := len(ev.Spec.Seeds); n > 1 {
 		return fmt.Sprintf("%d seeds", n)
@@ -890,7 +898,7 @@ func (r *EvaluationReconciler) observeJob(ctx context.Context, log logr.Logger, 
 			budget = *ev.Spec.Execution.MaxRetries
 		}
 		if st.Attempts > budget {
-			r.fail(ev, st, post, ReasonJobLost, fmt.Sprintf("the engine Job %s disappeared without a result after %d attempts", runName(ev), st.Attempts))
+			r.fail(ev, st, post, ReasonJobLost, fmt.Sprintf("the engine Job %s disappeared without a result after %s", runName(ev), attempts(st.Attempts)))
 			return ctrl.Result{}, nil
 		}
 		in, missing, err := r.fetchInputs(ctx, ev)
@@ -920,10 +928,10 @@ func (r *EvaluationReconciler) observeJob(ctx context.Context, log logr.Logger, 
 		return ctrl.Result{}, nil
 	case jv.failed:
 		reason := failureReason(jv.reason)
-		msg := fmt.Sprintf("the engine Job %s failed (%s) after %d attempts: %s", runName(ev), jv.reason, st.Attempts, jv.message)
+		msg := fmt.Sprintf("the engine Job %s failed (%s) after %s: %s", runName(ev), jv.reason, attempts(st.Attempts), jv.message)
 		if oom, err := r.oomKilled(ctx, ev); err == nil && oom != "" {
 			reason = ReasonOOMKilled
-			msg = fmt.Sprintf("the engine Job %s failed after %d attempts: engine pod %s ran out of memory (OOMKilled); raise spec.execution.resources.limits.memory", runName(ev), st.Attempts, oom)
+			msg = fmt.Sprintf("the engine Job %s failed after %s: engine pod %s ran out of memory (OOMKilled); raise spec.execution.resources.limits.memory", runName(ev), attempts(st.Attempts), oom)
 		}
 		r.fail(ev, st, post, reason, msg)
 		var dur float64

@@ -406,7 +406,8 @@ func TestOperatorSurvivesManagerRestart(t *testing.T) {
 }
 
 // TestOperatorReportsOOM: an engine pod whose memory limit is far too small is OOM-killed on
-// every retry; the Evaluation fails with reason OOMKilled and says which limit to raise.
+// every retry; the Evaluation fails with reason OOMKilled and says which limit to raise. A run
+// longer than its timeout fails with DeadlineExceeded.
 func TestOperatorReportsOOM(t *testing.T) {
 	c := connect(t)
 	ctx := testContext(t)
@@ -439,4 +440,22 @@ func TestOperatorReportsOOM(t *testing.T) {
 		t.Fatalf("Failed %s: %s (attempts %d); want OOMKilled after 2 attempts", f.Reason, f.Message, cur.Status.Attempts)
 	}
 	t.Logf("Failed: %s: %s", f.Reason, f.Message)
+
+	// A run longer than its timeout ends at the Job's deadline.
+	slow := longEvaluation(ns, "too-slow", 501)
+	slow.Spec.Execution.Timeout = &metav1.Duration{Duration: 3 * time.Second}
+	if err := c.client.Create(ctx, slow); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, evaluationTimeout, "the slow Evaluation to fail", func(ctx context.Context) (bool, string, error) {
+		if err := c.client.Get(ctx, client.ObjectKeyFromObject(slow), &cur); err != nil {
+			return false, "", err
+		}
+		return meta.IsStatusConditionTrue(cur.Status.Conditions, "Failed"), describeEvaluations(&blisv1alpha1.EvaluationList{Items: []blisv1alpha1.Evaluation{cur}}), nil
+	})
+	if f := meta.FindStatusCondition(cur.Status.Conditions, "Failed"); f.Reason != "DeadlineExceeded" {
+		t.Fatalf("Failed %s: %s; want DeadlineExceeded", f.Reason, f.Message)
+	} else {
+		t.Logf("Failed: %s: %s", f.Reason, f.Message)
+	}
 }
