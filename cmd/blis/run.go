@@ -39,6 +39,7 @@ type runFlags struct {
 	numInstances  int
 	pol           policyFlags
 	scale         autoscaleFlags
+	tier          tierFlags
 	seed, horizon int64
 
 	// Workload (BLIS's default "distribution" workload).
@@ -116,6 +117,7 @@ The flags are upstream BLIS's; --max-num-running-reqs, --max-num-scheduled-token
 	fl.IntVar(&f.numInstances, "num-instances", 1, "number of instances")
 	addPolicyFlags(fl, &f.pol)
 	addAutoscaleFlags(fl, &f.scale)
+	addTierFlags(fl, &f.tier)
 	fl.Int64Var(&f.seed, "seed", 42, "master random seed")
 	fl.Int64Var(&f.horizon, "horizon", 0, "stop the simulation at this time in microseconds (0 = run until all requests finish)")
 
@@ -354,6 +356,9 @@ func buildRun(fl *pflag.FlagSet, f *runFlags) (*runInput, error) {
 	}
 	inst, err := sim.InstanceFromResolved(resolved)
 	if err != nil {
+		return nil, err
+	}
+	if inst.CPUTier, err = cpuTier(fl, &f.tier, resolved); err != nil {
 		return nil, err
 	}
 	bundle, err := policyBundle(fl, &f.pol)

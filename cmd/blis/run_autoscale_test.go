@@ -55,3 +55,27 @@ func TestRunAutoscaleFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestRunCPUTierFlags(t *testing.T) {
+	args := []string{"--model", testModel, "--num-requests", "300", "--rate", "50", "--prefix-tokens", "2048",
+		"--total-kv-blocks", "600", "--prompt-tokens", "256", "--prompt-tokens-stdev", "0", "--output-tokens", "8", "--output-tokens-stdev", "0", "--seed", "3"}
+	plain, err := runCLI(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tiered, err := runCLI(t, append(args, "--kv-cpu-blocks", "5000", "--kv-cpu-bandwidth-gbps", "50")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One shared prefix stays in the GPU cache, so the tier holds copies that are never needed:
+	// the results are the same as without it.
+	if plain != tiered {
+		t.Error("a CPU tier whose blocks are never reloaded changed the results")
+	}
+	if _, err := runCLI(t, "--model", testModel, "--num-requests", "5", "--kv-cpu-blocks", "10", "--kv-cpu-bandwidth-gbps", "0"); err == nil || !strings.Contains(err.Error(), "bandwidth") {
+		t.Errorf("zero bandwidth: %v", err)
+	}
+	if _, err := runCLI(t, "--model", testModel, "--num-requests", "5", "--kv-offload-threshold", "0.5"); err == nil || !strings.Contains(err.Error(), "needs --kv-cpu-blocks") {
+		t.Errorf("threshold without tier: %v", err)
+	}
+}

@@ -89,6 +89,17 @@ type ClusterDoc struct {
 	// Autoscaling bounds and actuates the replica count (nil: Replicas fixed). The policy
 	// bundle's autoscaler block gives the evaluation interval, cooldowns and template.
 	Autoscaling *AutoscalingDoc `json:"autoscaling,omitempty"`
+	// CPUTier is every replica's CPU KV tier (nil: GPU KV only).
+	CPUTier *KVTierDoc `json:"cpuTier,omitempty"`
+}
+
+// KVTierDoc is a CPU KV tier: capacity per replica, transfer bandwidth and base latency, and
+// the GPU utilization above which computed prompt blocks are offloaded.
+type KVTierDoc struct {
+	CapacityBlocks   int64   `json:"capacityBlocks"`
+	BandwidthGBps    float64 `json:"bandwidthGBps"`
+	BaseLatencyUs    int64   `json:"baseLatencyUs,omitempty"`
+	OffloadThreshold float64 `json:"offloadThreshold,omitempty"`
 }
 
 // AutoscalingDoc is the autoscaled cluster: Replicas start ready, and the autoscaler keeps the

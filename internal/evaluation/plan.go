@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 
@@ -69,7 +70,7 @@ func load(doc *Document, wrap func(part string, err error) error) (*Resolved, er
 	if err != nil {
 		return nil, wrap(partCluster, err)
 	}
-	inst, err := sim.InstanceFromResolved(r)
+	inst, err := instanceOf(r, doc.Cluster.CPUTier)
 	if err != nil {
 		return nil, wrap(partCluster, err)
 	}
@@ -359,4 +360,18 @@ func (p *plan) setAutoscale(doc *Document, b *policy.Bundle, notes *[]string) er
 	}
 	p.autoscale = ac
 	return err
+}
+
+// instanceOf builds the replica of a resolved instance, with its CPU KV tier when t is set
+// (a block's bytes are the model's KV bytes per token times the block size).
+func instanceOf(r *model.Resolved, t *KVTierDoc) (sim.InstanceConfig, error) {
+	inst, err := sim.InstanceFromResolved(r)
+	if err != nil || t == nil {
+		return inst, err
+	}
+	inst.CPUTier = &sim.KVTierConfig{
+		CapacityBlocks: int32(min(t.CapacityBlocks, math.MaxInt32)), BandwidthGBps: t.BandwidthGBps, BaseLatencyUs: t.BaseLatencyUs,
+		BlockBytes: r.Model.KVCacheBytesPerToken() * int64(inst.BlockSize), OffloadThreshold: t.OffloadThreshold,
+	}
+	return inst, inst.Validate()
 }

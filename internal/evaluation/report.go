@@ -52,6 +52,7 @@ func FlatMetrics(st *blisv1alpha1.EvaluationStatus) map[string]float64 {
 		out["anomalies/droppedUnservable"] = float64(a.DroppedUnservable)
 		out["anomalies/timedOutRequests"] = float64(a.TimedOutRequests)
 		out["anomalies/scaleOscillations"] = float64(a.ScaleOscillations)
+		out["anomalies/kvThrashingEvents"] = float64(a.KvThrashingEvents)
 	}
 	for _, f := range st.Fitness {
 		out["fitness/"+f.Name] = f.Value

@@ -318,9 +318,11 @@ func resolveCluster(o owner, s *blisv1alpha1.SimulatedClusterSpec) (ClusterDoc, 
 	if s.KVTransfer != nil {
 		return d, nil, o.err(ReasonUnsupported, "kvTransfer", errors.New("prefill/decode KV transfer is not simulated by this engine version"))
 	}
-	if len(s.KVTiers) > 0 {
-		notes = append(notes, "kvTiers: KV offload tiers are not simulated; replicas use GPU KV blocks only")
+	tier, tierNotes, err := resolveTiers(o, s.KVTiers)
+	if err != nil {
+		return d, nil, err
 	}
+	d.CPUTier, notes = tier, append(notes, tierNotes...)
 	if a := s.Autoscaling; a != nil {
 		ad, err := resolveAutoscaling(o, a, d.Replicas)
 		if err != nil {
@@ -468,6 +470,33 @@ func resolvePolicy(o owner, s *blisv1alpha1.PolicyBundleSpec, cms map[string]map
 		notes = append(notes, "policy: autoscaler.hpaScrapeDelay is not simulated; the autoscaler reads live signals")
 	}
 	return string(out), o, notes, nil
+}
+
+// resolveTiers maps a cluster's KV tiers: one cpu tier is simulated, other kinds are noted.
+func resolveTiers(o owner, tiers []blisv1alpha1.KVTierSpec) (*KVTierDoc, []string, error) {
+	var out *KVTierDoc
+	var notes []string
+	for i, t := range tiers {
+		field := fmt.Sprintf("kvTiers[%d]", i)
+		switch {
+		case t.Tier != "cpu":
+			notes = append(notes, fmt.Sprintf("kvTiers: the %s tier is not simulated; only a cpu tier is", t.Tier))
+			continue
+		case out != nil:
+			return nil, nil, o.err(ReasonInvalidSpec, field, errors.New("at most one cpu tier"))
+		case t.CapacityBlocks < 1 || t.CapacityBlocks > math.MaxInt32:
+			return nil, nil, o.err(ReasonInvalidSpec, field+".capacityBlocks", fmt.Errorf("must be in [1, %d], got %d", math.MaxInt32, t.CapacityBlocks))
+		case !(t.BandwidthGBps > 0) || math.IsInf(t.BandwidthGBps, 0):
+			return nil, nil, o.err(ReasonInvalidSpec, field+".bandwidthGBps", fmt.Errorf("must be > 0, got %v", t.BandwidthGBps))
+		case t.BaseLatencyUs < 0:
+			return nil, nil, o.err(ReasonInvalidSpec, field+".baseLatencyUs", fmt.Errorf("must be >= 0, got %d", t.BaseLatencyUs))
+		}
+		out = &KVTierDoc{CapacityBlocks: t.CapacityBlocks, BandwidthGBps: t.BandwidthGBps, BaseLatencyUs: t.BaseLatencyUs}
+		if t.OffloadThreshold != nil {
+			out.OffloadThreshold = *t.OffloadThreshold
+		}
+	}
+	return out, notes, nil
 }
 
 // resolveAutoscaling checks a cluster's autoscaling block against its initial replicas.

@@ -12,20 +12,22 @@ import (
 // every count in status). Scale oscillations and KV thrashing stay 0: this engine version
 // simulates neither autoscaling nor KV tiers.
 func (r *Result) anomalies(a aggregate) *blisv1alpha1.AnomalyCounters {
-	var inv, hol, osc float64
+	var inv, hol, osc, thr float64
 	var n int
 	for _, s := range r.Seeds {
 		if s.trace != nil {
-			inv += float64(s.trace.Anomalies.PriorityInversions)
-			hol += float64(s.trace.Anomalies.HOLBlockingEvents)
-			osc += float64(s.trace.Anomalies.ScaleOscillations)
+			a := &s.trace.Anomalies
+			inv += float64(a.PriorityInversions)
+			hol += float64(a.HOLBlockingEvents)
+			osc += float64(a.ScaleOscillations)
+			thr += float64(a.KVThrashingEvents)
 			n++
 		}
 	}
 	ac := &blisv1alpha1.AnomalyCounters{}
 	if n > 0 {
 		ac.PriorityInversions, ac.HolBlockingEvents = roundInt(inv/float64(n)), roundInt(hol/float64(n))
-		ac.ScaleOscillations = roundInt(osc / float64(n))
+		ac.ScaleOscillations, ac.KvThrashingEvents = roundInt(osc/float64(n)), roundInt(thr/float64(n))
 	}
 	get := func(name string) int64 {
 		for i, d := range metricDefs {

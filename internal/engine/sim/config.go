@@ -54,6 +54,8 @@ type InstanceConfig struct {
 	// are then their SLO classes' GAIE priorities); empty means fcfs. With Config.Policy set it
 	// must be empty: the bundle's preemption policy applies to every instance.
 	Preemption PreemptionPolicy
+	// CPUTier, when set, adds a CPU KV tier (offload and reload, see tier.go); nil = GPU only.
+	CPUTier *KVTierConfig
 }
 
 // Validate reports the first invalid field of c.
@@ -73,6 +75,11 @@ func (c *InstanceConfig) Validate() error {
 		return fmt.Errorf("long-prefill-token-threshold must be >= 0, got %d", c.LongPrefillTokenThreshold)
 	case c.MaxModelLen < 0:
 		return fmt.Errorf("max-model-len must be >= 0, got %d", c.MaxModelLen)
+	}
+	if c.CPUTier != nil {
+		if err := c.CPUTier.Validate(); err != nil {
+			return err
+		}
 	}
 	switch c.Preemption {
 	case "", PreemptFCFS, PreemptPriority:

@@ -94,6 +94,11 @@ type instance struct {
 	onSince        int64
 	shutdownQueued bool
 	kvPrior        kvcache.Stats
+
+	// tier is the CPU KV tier (nil without one); reloadUs the reload time charged to the step
+	// being formed.
+	tier     *kvcache.Tier
+	reloadUs int64
 }
 
 func (in *instance) lastEvent(t int64) {
@@ -390,7 +395,8 @@ func (s *simulation) step(in *instance, now int64) {
 	if s.invariants {
 		s.checkStep(in)
 	}
-	stepTime := max(in.lat.StepTime(sh), 1)
+	stepTime := max(in.lat.StepTime(sh), 1) + in.reloadUs
+	in.reloadUs = 0
 	if in.track {
 		in.sig.step = ewma(in.sig.step, float64(stepTime), in.stats.Steps == 1)
 	}
@@ -487,9 +493,22 @@ func (s *simulation) admitWaiting(in *instance, now, budget int64) {
 		}
 		r := &s.slab.reqs[slot]
 		t := in.takeTable(int((int64(r.input)+int64(r.output))/int64(bs)) + 1)
-		var cached int32
+		var cached, gpuBlocks, cpuBlocks int32
 		if !c.DisablePrefixCaching {
-			cached = in.kv.ClaimPrefix(t, r.hashes, r.input) * bs
+			gpuBlocks = in.kv.ClaimPrefix(t, r.hashes, r.input)
+			cached = gpuBlocks * bs
+			if in.tier != nil {
+				if cpuBlocks = in.tierMatch(r, gpuBlocks); cpuBlocks > 0 {
+					if !in.kv.Grow(t, cpuBlocks*bs, r.hashes) {
+						in.kv.Release(t)
+						if in.track && s.ctl.obs != nil {
+							s.ctl.obs.holBlocked(in.idx, slot, in.waitQ.live)
+						}
+						return
+					}
+					cached += cpuBlocks * bs
+				}
+			}
 		}
 		n := r.input - cached
 		if thr > 0 && thr < n {
@@ -511,6 +530,9 @@ func (s *simulation) admitWaiting(in *instance, now, budget int64) {
 			return
 		}
 		in.waitQ.popFront(true)
+		if cpuBlocks > 0 {
+			s.reloaded(in, r, gpuBlocks, cpuBlocks)
+		}
 		if in.track {
 			in.sig.admitted(r.input, cached)
 			if in.victim != nil {
@@ -552,6 +574,9 @@ func (s *simulation) execute(in *instance, done int64) (completed bool) {
 				if e.progress == e.input {
 					in.cold[i].decodeFrom = step + 1
 					r := &s.slab.reqs[e.slot]
+					if in.tier != nil {
+						s.offload(in, r)
+					}
 					if !r.ttftSet {
 						r.ttftSet = true
 						r.ttft = done + in.alphaOut - r.arrival

@@ -140,6 +140,13 @@ func (s *simulation) checkInvariants() error {
 // checkLifecycle verifies that no off instance holds requests and that the autoscaler's bounds
 // hold (autoscaled runs, test mode).
 func (s *simulation) checkLifecycle() error {
+	for i := range s.insts {
+		if t := s.insts[i].tier; t != nil {
+			if err := t.CheckInvariants(); err != nil {
+				return fmt.Errorf("invariant kv_conservation: instance %d CPU tier: %w", i, err)
+			}
+		}
+	}
 	if s.as == nil {
 		return nil
 	}

@@ -149,6 +149,7 @@ func (s *simulation) resetCache(in *instance) {
 	in.kvPrior.LookupTokens += ks.LookupTokens
 	in.kvPrior.HitTokens += ks.HitTokens
 	in.kv = kvcache.New(in.cfg.TotalKVBlocks, in.cfg.BlockSize)
+	in.newTier()
 }
 
 // shutdown turns in off and closes its replica time.

@@ -129,6 +129,9 @@ type InstanceStats struct {
 	// Redirected counts requests routed here that left unserved to be routed again (the
 	// instance was drained); they are not in any outcome count.
 	Redirected int64
+	// CPU KV tier counters (instances with one): blocks offloaded (new in the tier), blocks and
+	// tokens reloaded on prefix hits, and reloads within the thrashing window of the store.
+	KVOffloadedBlocks, KVReloadedBlocks, KVReloadedTokens, KVThrashingEvents int64
 }
 
 // Report builds the BLIS metrics report of the run (per-instance blocks and the cluster block;

@@ -173,6 +173,7 @@ func newSimulation(cfg *Config, src workload.Source) (*simulation, error) {
 		in.shape.Prefill = make([]latency.PrefillChunk, 0, 16)
 		in.itlDiff = make([]int32, 1, 1024) // one slot past the last step (difference array)
 		in.cumGaps = make([]int64, 1, 1024) // cumGaps[0] = 0: no steps yet
+		in.newTier()
 	}
 	if cfg.Autoscale != nil {
 		if err := s.newAutoscaler(streams); err != nil {
@@ -627,6 +628,11 @@ func (s *simulation) finish() {
 	if s.as != nil {
 		s.finishAutoscale(end)
 	}
+	if s.res.Trace != nil {
+		for i := range s.insts {
+			s.res.Trace.Anomalies.KVThrashingEvents += s.insts[i].stats.KVThrashingEvents
+		}
+	}
 	for i := range s.insts {
 		in := &s.insts[i]
 		ks := in.kv.Stats()
@@ -634,6 +640,9 @@ func (s *simulation) finish() {
 		ks.HitBlocks += in.kvPrior.HitBlocks
 		ks.LookupTokens += in.kvPrior.LookupTokens
 		ks.HitTokens += in.kvPrior.HitTokens
+		// Blocks reloaded from the CPU tier are prefix-cache hits too.
+		ks.HitBlocks += in.stats.KVReloadedBlocks
+		ks.HitTokens += in.stats.KVReloadedTokens
 		in.stats.PrefixLookupTokens = ks.LookupTokens
 		in.stats.PrefixHitTokens = ks.HitTokens
 		in.flushITL()

@@ -279,6 +279,9 @@ type Anomalies struct {
 	// ScaleOscillations counts autoscaler actions that reversed the previous action's
 	// direction within the oscillation window (autoscaled runs; set by the simulator).
 	ScaleOscillations int64
+	// KVThrashingEvents counts CPU-tier reloads of blocks that had moved between the tiers
+	// within the thrashing window (runs with a CPU KV tier; set by the simulator).
+	KVThrashingEvents int64
 }
 
 // KVMeanUtilization is the mean KV utilization over engine steps (0 without steps): a per-step
