@@ -191,6 +191,29 @@ func TestPromotion(t *testing.T) {
 		}
 	})
 
+	t.Run("DisaggregatedCluster", func(t *testing.T) {
+		ns := newNamespace(t)
+		cl := testCluster(ns, "pd")
+		cl.Spec.Pools = []blisv1alpha1.ReplicaPoolSpec{
+			{Name: "prefill", Role: blisv1alpha1.PoolPrefill, Replicas: 1},
+			{Name: "decode", Role: blisv1alpha1.PoolDecode, Replicas: 3},
+		}
+		cl.Spec.KVTransfer = &blisv1alpha1.KVTransferSpec{BandwidthGBps: 25, Decider: "prefix-threshold", DirectDecodeThreshold: 31}
+		pb := testPolicy(ns, "pd-bundle")
+		pb.Spec.Routing = &blisv1alpha1.RoutingPolicy{Policy: "weighted", Scorers: []blisv1alpha1.Scorer{{Name: "prefix-cache-scorer", Weight: 1}}}
+		pb.Annotations = map[string]string{promote.AnnotationPromote: "pd-llm-d", promote.AnnotationCluster: "pd"}
+		create(t, cl, pb)
+		cm := promotionOf(t, pb, "pd-llm-d", "")
+		for _, s := range []string{"disagg-profile-handler", "prefix-based-pd-decider", "nonCachedTokens: 32"} {
+			if !strings.Contains(cm.Data[export.FileEPPConfig], s) {
+				t.Fatalf("%s lacks %q:\n%s", export.FileEPPConfig, s, cm.Data[export.FileEPPConfig])
+			}
+		}
+		if !strings.Contains(cm.Data[export.FileModelServers], "llm-d.ai/role: decode") {
+			t.Fatalf("%s:\n%s", export.FileModelServers, cm.Data[export.FileModelServers])
+		}
+	})
+
 	t.Run("SucceededEvaluation", func(t *testing.T) {
 		ns := newNamespace(t)
 		createInputs(t, ns)
