@@ -64,9 +64,10 @@ exported with it.
 
 Otherwise --bundle is a BLIS policy-config or this project's bundle YAML. The cluster comes
 from --cluster (YAML: model, gpu, engine, pools, disaggregation, kvOffload, autoscaling,
-sloClasses) and/or the flags of blis run, which override it. Whatever llm-d cannot express exactly is
-printed as a warning on standard error (and written to ` + export.FileWarnings + `); a policy with
-nothing close in llm-d is an error. The generated configuration is decoded strictly and
+sloClasses) and/or the flags of blis run, which override it.
+
+Whatever llm-d cannot express exactly is printed as a warning on standard error (and written
+to ` + export.FileWarnings + `); a policy with nothing close in llm-d is an error. The generated configuration is decoded strictly and
 validated against the target router before it is written.
 
 Targets: ` + strings.Join(llmd.TargetNames(), ", ") + ` (default ` + llmd.DefaultTarget + `).`,
