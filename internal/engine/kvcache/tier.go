@@ -39,7 +39,8 @@ func NewTier(capacity int32) *Tier {
 	if capacity <= 0 {
 		panic(fmt.Sprintf("kvcache: invalid tier capacity %d", capacity))
 	}
-	return &Tier{capacity: capacity, index: make(map[uint64]int32), head: -1, tail: -1}
+	// Presizing the index (up to 64Ki blocks) spares the rehashing of its growth.
+	return &Tier{capacity: capacity, index: make(map[uint64]int32, min(capacity, 1<<16)), head: -1, tail: -1}
 }
 
 // Len returns the number of blocks held.

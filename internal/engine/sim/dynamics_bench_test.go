@@ -1,0 +1,40 @@
+package sim
+
+import (
+	"testing"
+
+	"github.com/inference-sim/blis-operator/internal/engine/policy"
+)
+
+// BenchmarkSimBDynamics is workload B with autoscaling (threshold, 2..4 replicas, evaluations
+// every second, 30 s provisioning, 20 s model load, 5 s warm-up) and a CPU KV tier on every
+// replica: the cost of both features against BenchmarkSimB.
+func BenchmarkSimBDynamics(b *testing.B) {
+	inst := benchInstance(b)
+	inst.CPUTier = &KVTierConfig{CapacityBlocks: 50_000, BandwidthGBps: 32, BaseLatencyUs: 20, BlockBytes: 2 << 20}
+	cfg := benchConfig(benchB, inst)
+	cfg.Autoscale = &AutoscaleConfig{
+		Policy:      policy.AutoscaleSpec{Template: policy.AutoscaleThreshold},
+		MinReplicas: 2, MaxReplicas: 4, InitialReplicas: 4,
+		IntervalUs: 1_000_000, ScaleDownCooldownUs: 30_000_000,
+		Provisioning: Delay{MeanUs: 30_000_000}, ModelLoad: Delay{MeanUs: 20_000_000}, Warmup: Delay{MeanUs: 5_000_000},
+	}
+	b.ReportAllocs()
+	var completed int64
+	var as *AutoscaleStats
+	for b.Loop() {
+		res, err := Run(cfg, benchSource(b, benchB))
+		if err != nil {
+			b.Fatal(err)
+		}
+		completed = 0
+		for i := range res.Instances {
+			completed += res.Instances[i].Completed
+		}
+		as = res.Autoscale
+	}
+	if completed != benchB.requests {
+		b.Fatalf("completed %d of %d", completed, benchB.requests)
+	}
+	b.ReportMetric(float64(as.ScaleUps+as.ScaleDowns), "scale-actions")
+}
