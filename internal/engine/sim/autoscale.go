@@ -173,10 +173,6 @@ type autoscaler struct {
 	lastDir    int8
 	// ready lists the ready instances in index order (the routable set).
 	ready []int32
-	// routeSnaps backs the snapshots of the ready instances (runs without a bundle) and
-	// masked the snapshots with non-ready instances made unattractive (runs with one).
-	routeSnaps []Snapshot
-	masked     []policy.InstanceSnapshot
 	// pendingLife counts scheduled lifecycle transitions; idleEvals counts evaluations since
 	// the workload ended and the cluster became idle; lives points at every instance's state.
 	pendingLife int

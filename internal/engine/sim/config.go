@@ -139,6 +139,9 @@ type Config struct {
 	// Autoscale, when set, turns on autoscaling over the instance slots (nil = a fixed cluster
 	// of every instance, the default).
 	Autoscale *AutoscaleConfig
+	// PD, when set, splits the instances into a prefill and a decode pool (nil = every
+	// instance monolithic, the default).
+	PD *PDConfig
 	// Options do not change results.
 	Options Options
 }
@@ -177,6 +180,14 @@ func (c *Config) validate() error {
 	if c.Autoscale != nil {
 		if err := c.Autoscale.Validate(len(c.Instances)); err != nil {
 			return err
+		}
+	}
+	if c.PD != nil {
+		if err := c.PD.Validate(len(c.Instances)); err != nil {
+			return err
+		}
+		if c.Autoscale != nil {
+			return errors.New("prefill/decode disaggregation with autoscaling is not simulated")
 		}
 	}
 	if c.Policy == nil {

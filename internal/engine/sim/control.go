@@ -388,7 +388,7 @@ func (s *simulation) onRouting(slot int32) {
 	r := &s.slab.reqs[slot]
 	c := s.ctl
 	if c == nil {
-		if s.as == nil {
+		if s.as == nil && s.pd == nil {
 			for i := range s.insts {
 				s.insts[i].snapshot(&s.snaps[i])
 			}
@@ -398,10 +398,10 @@ func (s *simulation) onRouting(slot int32) {
 			Client: r.client, Tenant: r.tenant, Class: r.class, Session: r.session,
 		}
 		var target int
-		if s.as != nil {
-			t, ok := s.routeReady()
+		if list := s.routable(slot); list != nil {
+			t, ok := s.routeAmong(list)
 			if !ok {
-				s.err = fmt.Errorf("sim: router chose instance %d of %d ready for request %d", t, len(s.as.ready), r.id)
+				s.err = fmt.Errorf("sim: router chose instance %d of %d routable for request %d", t, len(list), r.id)
 				return
 			}
 			target = t
@@ -417,14 +417,15 @@ func (s *simulation) onRouting(slot int32) {
 	}
 	st := &c.st[slot]
 	snaps := c.snapshots(c.prioSnaps || c.routeSnaps, s.now)
-	if s.as != nil {
-		snaps = s.maskSnapshots(snaps)
+	list := s.routable(slot)
+	if list != nil {
+		snaps = s.maskSnapshots(snaps, list)
 	}
 	pd := c.p.Prioritize(&st.view, snaps, s.now)
 	c.cur = slot
 	rd := c.p.Route(&st.view, snaps, s.now)
-	if s.as != nil {
-		s.fixTarget(&rd, st.view.PrefixHashes)
+	if list != nil {
+		s.fixTarget(&rd, st.view.PrefixHashes, list)
 	}
 	c.preciseSlot = -1
 	if c.obs != nil {

@@ -302,6 +302,10 @@ func (s *simulation) preempt(in *instance, e *runEntry, c *runCold) {
 	r.state = stQueued
 	r.progress = 0
 	r.ttftSet = false
+	if r.pd == pdDecode {
+		// The transferred KV is lost: the request is recomputed here like a local one.
+		r.pd, r.pdGap = pdLocal, 0
+	}
 	r.itlSum, r.itlCount = 0, 0
 	r.skipped = r.skipped[:0]
 	r.preemptions++
@@ -493,6 +497,17 @@ func (s *simulation) admitWaiting(in *instance, now, budget int64) {
 		}
 		r := &s.slab.reqs[slot]
 		t := in.takeTable(int((int64(r.input)+int64(r.output))/int64(bs)) + 1)
+		if r.pd == pdDecode {
+			if !s.admitTransferred(in, slot, r, t, now) {
+				in.kv.Release(t)
+				if in.track && s.ctl.obs != nil {
+					s.ctl.obs.holBlocked(in.idx, slot, in.waitQ.live)
+				}
+				return
+			}
+			budget--
+			continue
+		}
 		var cached, gpuBlocks, cpuBlocks int32
 		if !c.DisablePrefixCaching {
 			gpuBlocks = in.kv.ClaimPrefix(t, r.hashes, r.input)
@@ -543,8 +558,12 @@ func (s *simulation) admitWaiting(in *instance, now, budget int64) {
 				s.ctl.obs.scheduled(in.idx, slot, cached)
 			}
 		}
+		out := r.output
+		if r.pd == pdPrefill {
+			out = 1 // the prefill pool produces the first token only
+		}
 		in.running = append(in.running, runEntry{
-			slot: slot, progress: cached, input: r.input, output: r.output,
+			slot: slot, progress: cached, input: r.input, output: out,
 			numNew: n, stamp: step,
 		})
 		in.cold = append(in.cold, runCold{kv: *t})
@@ -617,6 +636,10 @@ func (s *simulation) execute(in *instance, done int64) (completed bool) {
 			in.countITL(c.decodeFrom, step, r.skipped)
 		}
 		completed = true
+		if r.pd == pdPrefill {
+			s.handoff(in, slot, done)
+			continue
+		}
 		s.finishRequest(in, slot, OutcomeCompleted, done, "")
 	}
 	in.running = in.running[:keep]

@@ -80,7 +80,7 @@ func (s *simulation) checkInvariants() error {
 			if r.scheduledAt < r.enqueuedAt {
 				return fmt.Errorf("invariant causality: request %d admitted at %d before enqueue %d", r.id, r.scheduledAt, r.enqueuedAt)
 			}
-			if r.ttftSet && r.firstTokenAt <= r.scheduledAt {
+			if r.firstTokenBeforeAdmission() {
 				return fmt.Errorf("invariant causality: request %d first token at %d, admitted at %d", r.id, r.firstTokenAt, r.scheduledAt)
 			}
 		}
@@ -89,7 +89,7 @@ func (s *simulation) checkInvariants() error {
 		in := &s.insts[i]
 		st := in.stats
 		inStats += st.Injected
-		if st.Injected != st.Completed+st.TimedOut+st.Dropped+st.Redirected+perInst[i] {
+		if st.Injected != st.Completed+st.TimedOut+st.Dropped+st.Redirected+st.HandedOff+perInst[i] {
 			return fmt.Errorf("invariant request_conservation: instance %d injected %d != completed %d + timed out %d + dropped %d + present %d",
 				i, st.Injected, st.Completed, st.TimedOut, st.Dropped, perInst[i])
 		}
@@ -147,6 +147,11 @@ func (s *simulation) checkLifecycle() error {
 			}
 		}
 	}
+	if s.pd != nil {
+		if err := s.checkOwnership(); err != nil {
+			return err
+		}
+	}
 	if s.as == nil {
 		return nil
 	}
@@ -156,4 +161,35 @@ func (s *simulation) checkLifecycle() error {
 		}
 	}
 	return s.checkScaleBounds()
+}
+
+// firstTokenBeforeAdmission reports a first token stamped before the request's last admission
+// into a batch, which only a request decoding after a KV transfer may show.
+func (r *reqState) firstTokenBeforeAdmission() bool {
+	return r.ttftSet && r.firstTokenAt <= r.scheduledAt && r.pd != pdDecode
+}
+
+// checkOwnership verifies single ownership of KV under disaggregation (test mode): every
+// running request is in exactly one instance's batch, the one it is routed to, and a request
+// in transfer (or in a queue) is in no batch.
+func (s *simulation) checkOwnership() error {
+	owners := make([]int32, len(s.slab.reqs))
+	for i := range s.insts {
+		for _, e := range s.insts[i].running {
+			owners[e.slot]++
+			if r := &s.slab.reqs[e.slot]; r.inst != int32(i) {
+				return fmt.Errorf("invariant kv_ownership: request %d runs on instance %d, routed to %d", r.id, i, r.inst)
+			}
+		}
+	}
+	for slot := range s.slab.reqs {
+		r := &s.slab.reqs[slot]
+		if owners[slot] > 1 {
+			return fmt.Errorf("invariant kv_ownership: request %d holds KV on %d instances", r.id, owners[slot])
+		}
+		if r.state != stRunning && owners[slot] != 0 {
+			return fmt.Errorf("invariant kv_ownership: request %d (in transfer or waiting) holds a batch entry", r.id)
+		}
+	}
+	return nil
 }

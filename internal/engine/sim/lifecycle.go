@@ -240,54 +240,88 @@ func (s *simulation) reroute(in *instance, slot int32) {
 	s.heap.push(s.now+s.routeLat, evRouting, -1, slot)
 }
 
-// routeReady routes over the ready instances only (runs without a bundle).
-func (s *simulation) routeReady() (int, bool) {
-	as := s.as
-	if cap(as.routeSnaps) < len(s.insts) {
-		as.routeSnaps = make([]Snapshot, len(s.insts))
+// restriction is the routing restriction of autoscaled or disaggregated runs: the instances a
+// request may be routed to, with scratch space for the restricted routing.
+type restriction struct {
+	snaps  []Snapshot
+	masked []policy.InstanceSnapshot
+	member []bool
+}
+
+// routable returns the instances the request in slot may be routed to, or nil when any
+// instance may take it (runs without autoscaling or disaggregation).
+func (s *simulation) routable(slot int32) []int32 {
+	switch {
+	case s.as != nil:
+		return s.as.ready
+	case s.pd != nil:
+		return s.pd.routable(s, slot)
 	}
-	snaps := as.routeSnaps[:len(as.ready)]
-	for j, i := range as.ready {
+	return nil
+}
+
+// routeAmong routes over the instances of list only (runs without a bundle); the router's
+// answer indexes list.
+func (s *simulation) routeAmong(list []int32) (int, bool) {
+	rs := &s.restrict
+	if cap(rs.snaps) < len(s.insts) {
+		rs.snaps = make([]Snapshot, len(s.insts))
+	}
+	snaps := rs.snaps[:len(list)]
+	for j, i := range list {
 		s.insts[i].snapshot(&snaps[j])
 	}
 	t := s.router.Route(&s.routeRq, snaps)
 	if t < 0 || t >= len(snaps) {
 		return t, false
 	}
-	return int(as.ready[t]), true
+	return int(list[t]), true
 }
 
-// maskSnapshots returns snaps with every non-ready instance made maximally unattractive to load-
-// and cache-aware policies (runs with a bundle, whose pipeline sees every slot).
-func (s *simulation) maskSnapshots(snaps []policy.InstanceSnapshot) []policy.InstanceSnapshot {
-	as := s.as
-	if len(as.ready) == len(s.insts) {
+// maskSnapshots returns snaps with every instance outside list made maximally unattractive to
+// load- and cache-aware policies (runs with a bundle, whose pipeline sees every slot).
+func (s *simulation) maskSnapshots(snaps []policy.InstanceSnapshot, list []int32) []policy.InstanceSnapshot {
+	if len(list) == len(s.insts) {
 		return snaps
 	}
-	as.masked = append(as.masked[:0], snaps...)
-	for i := range as.masked {
-		if s.insts[i].life == lifeReady {
+	rs := &s.restrict
+	rs.setMembers(list, len(s.insts))
+	rs.masked = append(rs.masked[:0], snaps...)
+	for i := range rs.masked {
+		if rs.member[i] {
 			continue
 		}
-		m := &as.masked[i]
+		m := &rs.masked[i]
 		const busy = 1 << 20
 		m.QueueDepth, m.BatchSize, m.InFlightRequests = busy, s.insts[i].cfg.MaxNumSeqs, busy
 		m.KVUtilization, m.FreeKVBlocks = 1, 0
 		m.CacheHitRate = 0
 		m.EstimatedWait = float64(busy)
 	}
-	return as.masked
+	return rs.masked
 }
 
-// fixTarget moves a routing decision that chose a non-ready instance to the ready instance with
-// the fewest requests in flight (ties: the lowest index).
-func (s *simulation) fixTarget(d *policy.RoutingDecision, hashes []uint64) {
-	if s.insts[d.Target].life == lifeReady {
+func (rs *restriction) setMembers(list []int32, n int) {
+	if len(rs.member) != n {
+		rs.member = make([]bool, n)
+	}
+	clear(rs.member)
+	for _, i := range list {
+		rs.member[i] = true
+	}
+}
+
+// fixTarget moves a routing decision that chose an instance outside list to the instance of
+// list with the fewest requests in flight (ties: the lowest index).
+func (s *simulation) fixTarget(d *policy.RoutingDecision, hashes []uint64, list []int32) {
+	rs := &s.restrict
+	rs.setMembers(list, len(s.insts))
+	if rs.member[d.Target] {
 		return
 	}
 	best := int32(-1)
 	var bestLoad int32
-	for _, i := range s.as.ready {
+	for _, i := range list {
 		in := &s.insts[i]
 		load := in.pending + in.waitQ.live + int32(len(in.running))
 		if best < 0 || load < bestLoad {

@@ -58,6 +58,10 @@ type reqState struct {
 	scheduledAt  int64 // last admission into the running batch
 	schedDelay   int64
 	firstTokenAt int64
+	// pd is the request's disaggregation phase and pdGap its handoff time (first token to the
+	// first decode step on the decode pool), part of its E2E.
+	pd    uint8
+	pdGap int64
 }
 
 // slab owns every live request.

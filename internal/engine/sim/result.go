@@ -132,6 +132,9 @@ type InstanceStats struct {
 	// CPU KV tier counters (instances with one): blocks offloaded (new in the tier), blocks and
 	// tokens reloaded on prefix hits, and reloads within the thrashing window of the store.
 	KVOffloadedBlocks, KVReloadedBlocks, KVReloadedTokens, KVThrashingEvents int64
+	// HandedOff counts requests whose prefill completed here and whose KV moved to the decode
+	// pool (they are not in any outcome count here).
+	HandedOff int64
 }
 
 // Report builds the BLIS metrics report of the run (per-instance blocks and the cluster block;
@@ -178,4 +181,6 @@ type Result struct {
 	Trace *trace.Trace
 	// Autoscale summarizes the autoscaler (runs with Config.Autoscale only).
 	Autoscale *AutoscaleStats
+	// PD summarizes prefill/decode disaggregation (runs with Config.PD only).
+	PD *PDStats
 }

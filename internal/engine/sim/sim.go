@@ -81,20 +81,23 @@ var sloPriority = map[string]int32{
 
 // simulation is the state of one run.
 type simulation struct {
-	cfg     *Config
-	insts   []instance
-	slab    slab
-	heap    eventHeap
-	dead    deadlineQueue
-	src     workload.Source
-	react   workload.Reactive
-	ctl     *control    // the policy pipeline; nil without a bundle
-	as      *autoscaler // nil without autoscaling
-	router  Router
-	snaps   []Snapshot
-	routeRq RouteRequest
-	pull    workload.Request
-	inject  func(*workload.Request)
+	cfg   *Config
+	insts []instance
+	slab  slab
+	heap  eventHeap
+	dead  deadlineQueue
+	src   workload.Source
+	react workload.Reactive
+	ctl   *control    // the policy pipeline; nil without a bundle
+	as    *autoscaler // nil without autoscaling
+	pd    *disagg     // nil without prefill/decode disaggregation
+	// restrict is the scratch space of restricted routing (autoscaling, disaggregation).
+	restrict restriction
+	router   Router
+	snaps    []Snapshot
+	routeRq  RouteRequest
+	pull     workload.Request
+	inject   func(*workload.Request)
 
 	now        int64
 	srcSlot    int32 // slot of the source request whose arrival is scheduled, -1 if none
@@ -177,6 +180,11 @@ func newSimulation(cfg *Config, src workload.Source) (*simulation, error) {
 	}
 	if cfg.Autoscale != nil {
 		if err := s.newAutoscaler(streams); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.PD != nil {
+		if err := s.newDisagg(); err != nil {
 			return nil, err
 		}
 	}
@@ -562,7 +570,7 @@ func (s *simulation) record(slot int32, out Outcome, done int64) RequestRecord {
 			n++
 		}
 		rec.OutputTokens = max(n, 0)
-		rec.E2E = r.ttft + r.itlSum
+		rec.E2E = r.ttft + r.itlSum + r.pdGap
 		if r.output > 0 {
 			rec.E2E += s.insts[r.inst].postDecode
 		}
@@ -627,6 +635,9 @@ func (s *simulation) finish() {
 	}
 	if s.as != nil {
 		s.finishAutoscale(end)
+	}
+	if s.pd != nil {
+		s.finishDisagg()
 	}
 	if s.res.Trace != nil {
 		for i := range s.insts {
