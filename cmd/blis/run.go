@@ -40,6 +40,7 @@ type runFlags struct {
 	pol           policyFlags
 	scale         autoscaleFlags
 	tier          tierFlags
+	pd            pdFlags
 	seed, horizon int64
 
 	// Workload (BLIS's default "distribution" workload).
@@ -118,6 +119,7 @@ The flags are upstream BLIS's; --max-num-running-reqs, --max-num-scheduled-token
 	addPolicyFlags(fl, &f.pol)
 	addAutoscaleFlags(fl, &f.scale)
 	addTierFlags(fl, &f.tier)
+	addPDFlags(fl, &f.pd)
 	fl.Int64Var(&f.seed, "seed", 42, "master random seed")
 	fl.Int64Var(&f.horizon, "horizon", 0, "stop the simulation at this time in microseconds (0 = run until all requests finish)")
 
@@ -374,6 +376,9 @@ func buildRun(fl *pflag.FlagSet, f *runFlags) (*runInput, error) {
 		Options:          sim.Options{RequestRecords: f.metricsPath != ""},
 	}
 	if cfg.Autoscale, err = autoscaleConfig(fl, &f.scale, f.numInstances, bundle); err != nil {
+		return nil, err
+	}
+	if cfg.PD, err = pdConfig(fl, &f.pd, f.numInstances, resolved); err != nil {
 		return nil, err
 	}
 	n := f.numInstances

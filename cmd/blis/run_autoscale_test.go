@@ -79,3 +79,34 @@ func TestRunCPUTierFlags(t *testing.T) {
 		t.Errorf("threshold without tier: %v", err)
 	}
 }
+
+func TestRunPDFlags(t *testing.T) {
+	args := []string{"--model", testModel, "--num-instances", "3", "--num-requests", "60", "--rate", "10", "--seed", "3"}
+	mono, err := runCLI(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pd, err := runCLI(t, append(args, "--prefill-instances", "1", "--pd-transfer-bandwidth-gbps", "50")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := splitBlocks(t, pd)
+	if len(blocks) != 4 || blocks[3].CompletedRequests != 60 {
+		t.Fatalf("P/D run: %d blocks, cluster completed %d", len(blocks), blocks[len(blocks)-1].CompletedRequests)
+	}
+	if blocks[0].CompletedRequests != 0 || mono == pd {
+		t.Errorf("the prefill instance completed %d requests (all should finish on the decode pool)", blocks[0].CompletedRequests)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--num-instances", "2", "--prefill-instances", "2"}, "at least one instance each"},
+		{[]string{"--num-instances", "2", "--prefill-instances", "1", "--pd-transfer-bandwidth-gbps", "0"}, "bandwidth"},
+		{[]string{"--pd-decider", "always"}, "needs --prefill-instances"},
+	} {
+		if _, err := runCLI(t, append([]string{"--model", testModel, "--num-requests", "5"}, c.args...)...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want %q", c.args, err, c.want)
+		}
+	}
+}

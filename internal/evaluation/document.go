@@ -91,6 +91,19 @@ type ClusterDoc struct {
 	Autoscaling *AutoscalingDoc `json:"autoscaling,omitempty"`
 	// CPUTier is every replica's CPU KV tier (nil: GPU KV only).
 	CPUTier *KVTierDoc `json:"cpuTier,omitempty"`
+	// PD is prefill/decode disaggregation (nil: every replica monolithic); the first
+	// PrefillReplicas replicas are the prefill pool.
+	PD *PDDoc `json:"pd,omitempty"`
+}
+
+// PDDoc is prefill/decode disaggregation: the prefill pool's size, the decider (never, always,
+// prefix-threshold with NonCachedTokens) and the KV transfer link.
+type PDDoc struct {
+	PrefillReplicas int     `json:"prefillReplicas"`
+	Decider         string  `json:"decider"`
+	NonCachedTokens int32   `json:"nonCachedTokens,omitempty"`
+	BandwidthGBps   float64 `json:"bandwidthGBps"`
+	BaseLatencyUs   int64   `json:"baseLatencyUs,omitempty"`
 }
 
 // KVTierDoc is a CPU KV tier: capacity per replica, transfer bandwidth and base latency, and

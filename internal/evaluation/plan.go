@@ -31,6 +31,8 @@ type plan struct {
 	bundle   *policy.Bundle
 	// autoscale is the autoscaler of every seed (nil: fixed replicas); slots are its max.
 	autoscale *sim.AutoscaleConfig
+	// pd is the disaggregation of every seed (nil: monolithic replicas).
+	pd *sim.PDConfig
 	// targets are the goodput SLO targets by class (ms).
 	targets map[string]workload.SLOTargets
 	// objectives are the resolved objective metrics, in Document.Objectives order.
@@ -70,7 +72,7 @@ func load(doc *Document, wrap func(part string, err error) error) (*Resolved, er
 	if err != nil {
 		return nil, wrap(partCluster, err)
 	}
-	inst, err := instanceOf(r, doc.Cluster.CPUTier)
+	inst, err := p.replica(r, &doc.Cluster)
 	if err != nil {
 		return nil, wrap(partCluster, err)
 	}
@@ -196,6 +198,7 @@ func (p *plan) config(doc *Document, seed int64, horizon int64) *sim.Config {
 		Horizon:          horizon,
 		AdmissionLatency: doc.Cluster.AdmissionLatencyUs,
 		RoutingLatency:   doc.Cluster.RoutingLatencyUs,
+		PD:               p.pd,
 	}
 	n := p.replicas
 	if p.autoscale != nil {
@@ -362,12 +365,26 @@ func (p *plan) setAutoscale(doc *Document, b *policy.Bundle, notes *[]string) er
 	return err
 }
 
-// instanceOf builds the replica of a resolved instance, with its CPU KV tier when t is set
-// (a block's bytes are the model's KV bytes per token times the block size).
-func instanceOf(r *model.Resolved, t *KVTierDoc) (sim.InstanceConfig, error) {
+// replica builds the replica of a resolved instance, with its CPU KV tier when the cluster has
+// one (a block's bytes are the model's KV bytes per token times the block size), and the plan's
+// disaggregation.
+func (p *plan) replica(r *model.Resolved, c *ClusterDoc) (sim.InstanceConfig, error) {
 	inst, err := sim.InstanceFromResolved(r)
-	if err != nil || t == nil {
+	if err != nil {
 		return inst, err
+	}
+	if pd := c.PD; pd != nil {
+		p.pd = &sim.PDConfig{
+			PrefillInstances: pd.PrefillReplicas, Decider: sim.PDDecider(pd.Decider), NonCachedTokens: pd.NonCachedTokens,
+			BandwidthGBps: pd.BandwidthGBps, BaseLatencyUs: pd.BaseLatencyUs, BytesPerToken: r.Model.KVCacheBytesPerToken(),
+		}
+		if err := p.pd.Validate(c.Replicas); err != nil {
+			return inst, err
+		}
+	}
+	t := c.CPUTier
+	if t == nil {
+		return inst, nil
 	}
 	inst.CPUTier = &sim.KVTierConfig{
 		CapacityBlocks: int32(min(t.CapacityBlocks, math.MaxInt32)), BandwidthGBps: t.BandwidthGBps, BaseLatencyUs: t.BaseLatencyUs,

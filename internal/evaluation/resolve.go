@@ -296,28 +296,11 @@ func resolveCluster(o owner, s *blisv1alpha1.SimulatedClusterSpec) (ClusterDoc, 
 	if len(s.Pools) == 0 {
 		return d, nil, o.err(ReasonInvalidSpec, "pools", errors.New("at least one pool is required"))
 	}
-	for i, p := range s.Pools {
-		if p.Role != "" && p.Role != blisv1alpha1.PoolMonolithic {
-			return d, nil, o.err(ReasonUnsupported, fmt.Sprintf("pools[%d].role", i),
-				fmt.Errorf("%s pools (prefill/decode disaggregation) are not simulated by this engine version; use monolithic pools", p.Role))
-		}
-		if p.Replicas < 0 {
-			return d, nil, o.err(ReasonInvalidSpec, fmt.Sprintf("pools[%d].replicas", i), fmt.Errorf("must be >= 0, got %d", p.Replicas))
-		}
-		d.Replicas += int(p.Replicas)
-		if (p.MinReplicas != nil || p.MaxReplicas != nil) && s.Autoscaling == nil {
-			notes = append(notes, fmt.Sprintf("pool %s: minReplicas/maxReplicas apply only with autoscaling; the pool keeps its %d replicas", p.Name, p.Replicas))
-		}
+	replicas, pd, poolNotes, err := resolvePools(o, s)
+	if err != nil {
+		return d, nil, err
 	}
-	if d.Replicas < 1 {
-		return d, nil, o.err(ReasonInvalidSpec, "pools", errors.New("the pools have no replicas"))
-	}
-	if d.Replicas > maxReplicas {
-		return d, nil, o.err(ReasonInvalidSpec, "pools", fmt.Errorf("at most %d replicas in all, got %d", maxReplicas, d.Replicas))
-	}
-	if s.KVTransfer != nil {
-		return d, nil, o.err(ReasonUnsupported, "kvTransfer", errors.New("prefill/decode KV transfer is not simulated by this engine version"))
-	}
+	d.Replicas, d.PD, notes = replicas, pd, append(notes, poolNotes...)
 	tier, tierNotes, err := resolveTiers(o, s.KVTiers)
 	if err != nil {
 		return d, nil, err
@@ -470,6 +453,69 @@ func resolvePolicy(o owner, s *blisv1alpha1.PolicyBundleSpec, cms map[string]map
 		notes = append(notes, "policy: autoscaler.hpaScrapeDelay is not simulated; the autoscaler reads live signals")
 	}
 	return string(out), o, notes, nil
+}
+
+// resolvePools sums the pools' replicas and maps prefill and decode pools (with kvTransfer)
+// onto disaggregation: prefill replicas first, then decode replicas.
+func resolvePools(o owner, s *blisv1alpha1.SimulatedClusterSpec) (int, *PDDoc, []string, error) {
+	var notes []string
+	var total, prefill, decode, mono int
+	firstPD := -1
+	for i, p := range s.Pools {
+		if firstPD < 0 && (p.Role == blisv1alpha1.PoolPrefill || p.Role == blisv1alpha1.PoolDecode) {
+			firstPD = i
+		}
+		if p.Replicas < 0 {
+			return 0, nil, nil, o.err(ReasonInvalidSpec, fmt.Sprintf("pools[%d].replicas", i), fmt.Errorf("must be >= 0, got %d", p.Replicas))
+		}
+		switch p.Role {
+		case blisv1alpha1.PoolPrefill:
+			prefill += int(p.Replicas)
+		case blisv1alpha1.PoolDecode:
+			decode += int(p.Replicas)
+		default:
+			mono += int(p.Replicas)
+		}
+		total += int(p.Replicas)
+		if (p.MinReplicas != nil || p.MaxReplicas != nil) && s.Autoscaling == nil {
+			notes = append(notes, fmt.Sprintf("pool %s: minReplicas/maxReplicas apply only with autoscaling; the pool keeps its %d replicas", p.Name, p.Replicas))
+		}
+	}
+	switch {
+	case total < 1:
+		return 0, nil, nil, o.err(ReasonInvalidSpec, "pools", errors.New("the pools have no replicas"))
+	case total > maxReplicas:
+		return 0, nil, nil, o.err(ReasonInvalidSpec, "pools", fmt.Errorf("at most %d replicas in all, got %d", maxReplicas, total))
+	case prefill+decode == 0 && s.KVTransfer != nil:
+		return 0, nil, nil, o.err(ReasonInvalidSpec, "kvTransfer", errors.New("a KV transfer and its decider need prefill and decode pools"))
+	case prefill+decode == 0:
+		return total, nil, notes, nil
+	case mono > 0:
+		return 0, nil, nil, o.err(ReasonUnsupported, "pools", errors.New("monolithic pools beside prefill and decode pools are not simulated; requests the decider keeps local run on the decode pool"))
+	case prefill == 0 || decode == 0:
+		return 0, nil, nil, o.err(ReasonInvalidSpec, "pools", fmt.Errorf("disaggregation needs prefill and decode replicas, got %d prefill and %d decode", prefill, decode))
+	case s.Autoscaling != nil:
+		return 0, nil, nil, o.err(ReasonUnsupported, fmt.Sprintf("pools[%d].role", firstPD),
+			errors.New("prefill and decode pools with autoscaling are not simulated by this engine version; remove autoscaling or use monolithic pools"))
+	}
+	pd := &PDDoc{PrefillReplicas: prefill, Decider: "always", BandwidthGBps: 25}
+	if t := s.KVTransfer; t != nil {
+		if t.Decider != "" {
+			pd.Decider = t.Decider
+		}
+		if t.BandwidthGBps != 0 {
+			pd.BandwidthGBps = t.BandwidthGBps
+		}
+		if !(pd.BandwidthGBps > 0) || math.IsInf(pd.BandwidthGBps, 0) {
+			return 0, nil, nil, o.err(ReasonInvalidSpec, "kvTransfer.bandwidthGBps", fmt.Errorf("must be > 0, got %v", t.BandwidthGBps))
+		}
+		if t.BaseLatencyUs < 0 || t.DirectDecodeThreshold < 0 {
+			return 0, nil, nil, o.err(ReasonInvalidSpec, "kvTransfer", errors.New("baseLatencyUs and directDecodeThreshold must be >= 0"))
+		}
+		pd.BaseLatencyUs, pd.NonCachedTokens = t.BaseLatencyUs, t.DirectDecodeThreshold
+	}
+	notes = append(notes, "pools: prefill and decode replicas share the cluster's model, GPU, engine settings and latency model")
+	return total, pd, notes, nil
 }
 
 // resolveTiers maps a cluster's KV tiers: one cpu tier is simulated, other kinds are noted.

@@ -80,11 +80,11 @@ func TestResolveErrorsNameObjectAndField(t *testing.T) {
 			ReasonReferenceNotFound, KindEvaluation, "cache-aware-chat", "spec.clusterRef.name", "not found"},
 		{"unknown model", func(in *Inputs) { c := in.Cluster.DeepCopy(); c.Spec.Model.Name = "no-such-model"; in.Cluster = c },
 			ReasonInvalidSpec, KindSimulatedCluster, "llama8b-h100", "spec", "no-such-model"},
-		{"disaggregated pools", func(in *Inputs) {
+		{"monolithic beside disaggregated pools", func(in *Inputs) {
 			c := in.Cluster.DeepCopy()
-			c.Spec.Pools = []blisv1alpha1.ReplicaPoolSpec{{Name: "p", Role: blisv1alpha1.PoolPrefill, Replicas: 1}, {Name: "d", Role: blisv1alpha1.PoolDecode, Replicas: 1}}
+			c.Spec.Pools = []blisv1alpha1.ReplicaPoolSpec{{Name: "m", Replicas: 1}, {Name: "p", Role: blisv1alpha1.PoolPrefill, Replicas: 1}, {Name: "d", Role: blisv1alpha1.PoolDecode, Replicas: 1}}
 			in.Cluster = c
-		}, ReasonUnsupported, KindSimulatedCluster, "llama8b-h100", "spec.pools[0].role", "not simulated"},
+		}, ReasonUnsupported, KindSimulatedCluster, "llama8b-h100", "spec.pools", "not simulated"},
 		{"bad CEL", func(in *Inputs) {
 			p := in.Policy.DeepCopy()
 			p.Spec.Priority = &blisv1alpha1.PriorityPolicy{PolicyForms: blisv1alpha1.PolicyForms{CEL: "request.noSuchField +"}}
