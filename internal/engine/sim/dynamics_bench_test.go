@@ -38,3 +38,27 @@ func BenchmarkSimBDynamics(b *testing.B) {
 	}
 	b.ReportMetric(float64(as.ScaleUps+as.ScaleDowns), "scale-actions")
 }
+
+// BenchmarkSimBDisaggregated is workload B on 2 prefill + 2 decode instances (always
+// disaggregate, 25 GB/s link) with a CPU KV tier on every instance.
+func BenchmarkSimBDisaggregated(b *testing.B) {
+	inst := benchInstance(b)
+	inst.CPUTier = &KVTierConfig{CapacityBlocks: 50_000, BandwidthGBps: 32, BaseLatencyUs: 20, BlockBytes: 2 << 20}
+	cfg := benchConfig(benchB, inst)
+	cfg.PD = &PDConfig{PrefillInstances: 2, Decider: DecideAlways, BandwidthGBps: 25, BaseLatencyUs: 50, BytesPerToken: 128 << 10}
+	b.ReportAllocs()
+	var completed int64
+	for b.Loop() {
+		res, err := Run(cfg, benchSource(b, benchB))
+		if err != nil {
+			b.Fatal(err)
+		}
+		completed = 0
+		for i := range res.Instances {
+			completed += res.Instances[i].Completed
+		}
+	}
+	if completed != benchB.requests {
+		b.Fatalf("completed %d of %d", completed, benchB.requests)
+	}
+}
