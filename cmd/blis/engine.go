@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/inference-sim/blis-operator/internal/evaluation"
+	"github.com/inference-sim/blis-operator/internal/resultstore"
 )
 
 func init() {
@@ -18,7 +19,7 @@ func init() {
 }
 
 func newEngineCommand() *cobra.Command {
-	var input, output string
+	var input, output, resultConfigMap string
 	var parallelism int
 	cmd := &cobra.Command{
 		Use:   "engine",
@@ -33,7 +34,19 @@ Exit codes: 0 success; 1 bad flags; 2 the input cannot be read or the output can
 On codes 3 to 5 the output file holds the reason and message.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if resultConfigMap != "" && (output == "" || output == "-") {
+				return errors.New("--result-configmap needs --output FILE")
+			}
 			code, err := runEngine(cmd.Context(), input, output, parallelism)
+			if resultConfigMap != "" && code != evaluation.ExitUsage {
+				// The operator's result object, written on failure too (the result names the reason).
+				if perr := resultstore.PublishFile(cmd.Context(), output, resultConfigMap); perr != nil {
+					fmt.Fprintln(cmd.ErrOrStderr(), "blis engine:", perr)
+					if err == nil {
+						code, err = evaluation.ExitIO, perr
+					}
+				}
+			}
 			if err == nil {
 				return nil
 			}
@@ -49,6 +62,7 @@ On codes 3 to 5 the output file holds the reason and message.`,
 	fl.StringVar(&input, "input", "", "resolved input envelope (JSON; - reads standard input)")
 	fl.StringVar(&output, "output", "", "result file (JSON; - or empty writes standard output)")
 	fl.IntVar(&parallelism, "parallelism", 0, "seeds simulated at once (0 = number of CPUs)")
+	fl.StringVar(&resultConfigMap, "result-configmap", "", "also write the result into this ConfigMap of the pod's namespace, prepared by the operator (in-cluster credentials)")
 	return cmd
 }
 
