@@ -47,6 +47,16 @@
 // only counted, and the cache is told at block boundaries (same blocks, same order). A
 // reference mode in the tests tells the cache every token and must give identical results.
 //
+// # Cluster dynamics
+//
+// Three switches, all off by default, change the cluster under load (docs/cluster-dynamics.md):
+// Config.Autoscale (autoscale.go, lifecycle.go) sizes the instances to the maximum replicas and
+// moves them through off, provisioning, warming, ready and draining on evaluation and lifecycle
+// events, routing to ready instances only; InstanceConfig.CPUTier (tier.go) adds a CPU KV tier
+// with write-through offload and reloads charged to the admitting step; Config.PD (pd.go)
+// splits the instances into prefill and decode pools joined by a shared KV transfer link. With
+// all of them off the step loop runs as before and results are unchanged.
+//
 // # Differences from upstream BLIS
 //
 //   - A prefill chunk's context for the latency model is the tokens already cached (prefix
