@@ -322,6 +322,19 @@ func detect(in *SummaryInput) []issue {
 				focus:   "Spread load by free KV blocks (kv-utilization scorer) and keep long prompts off nearly full replicas"})
 		}
 	}
+	if a.ScaleOscillations > 0 {
+		out = append(out, issue{area: "AUTOSCALING", weight: 1 + min(float64(a.ScaleOscillations)/10, 2),
+			title: fmt.Sprintf("%d scale oscillations: the autoscaler reversed its previous action within the oscillation window", a.ScaleOscillations),
+			focus: "Widen the hysteresis band (scale_down_threshold well below scale_up_threshold) and lengthen the scale-down cooldown"})
+	}
+	if a.KVThrashingEvents > 0 && a.Scheduled > 0 {
+		r := float64(a.KVThrashingEvents) / float64(a.Scheduled)
+		if r > 0.01 {
+			out = append(out, issue{area: "CAPACITY", weight: 2 * min(r, 1),
+				title: fmt.Sprintf("%d KV thrashing reloads: blocks came back from the CPU tier right after moving (%s per batch admission)", a.KVThrashingEvents, num(r)),
+				focus: "Keep each prefix group on one replica (prefix-cache scorer) or give the GPU cache more room"})
+		}
+	}
 	if li := a.LoadImbalance(); in.Replicas > 1 && li > ImbalanceRatio {
 		is := issue{area: "ROUTING", weight: 2 * (li - 1),
 			title: fmt.Sprintf("load imbalance: the busiest replica received %sx the mean share of requests", num(li)),

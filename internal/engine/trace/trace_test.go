@@ -171,3 +171,13 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("budget 60: %d tokens:\n%s", EstimateTokens(short), short)
 	}
 }
+
+func TestSummaryNamesScaleOscillationsAndThrashing(t *testing.T) {
+	in := &SummaryInput{Trace: &Trace{Anomalies: Anomalies{ScaleOscillations: 12, KVThrashingEvents: 50, Scheduled: 100}}}
+	text := Summarize(in, "", 2000)
+	for _, want := range []string{"12 scale oscillations", "50 KV thrashing reloads"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("summary lacks %q:\n%s", want, text)
+		}
+	}
+}
