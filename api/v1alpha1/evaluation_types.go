@@ -171,8 +171,8 @@ const (
 // ExecutionSpec controls how the engine is run.
 type ExecutionSpec struct {
 	// executor is job (a batch/v1 Job per Evaluation) or inProcess (the manager's worker
-	// pool, for small runs).
-	// +kubebuilder:default=job
+	// pool, for small runs). Empty means the manager's --default-executor (job unless the
+	// manager says otherwise).
 	// +optional
 	Executor Executor `json:"executor,omitempty"`
 
@@ -239,8 +239,12 @@ const (
 	ConditionRunning = "Running"
 	// ConditionFailed is True when the run failed for good.
 	ConditionFailed = "Failed"
-	// ConditionCached is True when the result was reused from an identical Evaluation.
-	ConditionCached = "Cached"
+	// ConditionAccepted is True once the inputs resolved and passed the engine's validation;
+	// False, naming the object and field at fault, while they do not.
+	ConditionAccepted = "Accepted"
+	// ConditionSucceeded is True when results are in status, run or reused from an identical
+	// Evaluation (reason CacheHit).
+	ConditionSucceeded = "Succeeded"
 )
 
 // Bounds of Evaluation status (they keep the object far below the etcd object limit).
@@ -261,7 +265,7 @@ const (
 // bounded; floating-point numbers are rounded to MetricSignificantDigits significant digits
 // (see RoundMetric).
 type EvaluationStatus struct {
-	// conditions: Ready, InputsResolved, Queued, Running, Failed, Cached.
+	// conditions: Accepted, InputsResolved, Queued, Running, Succeeded, Failed, Ready.
 	// +listType=map
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=8

@@ -519,7 +519,7 @@ func TestDefaultsApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	x := ev.Spec.Execution
-	if x.Executor != blisv1alpha1.ExecutorJob || x.ReuseCachedResult == nil || !*x.ReuseCachedResult || x.MaxRetries == nil || *x.MaxRetries != 2 {
+	if x.Executor != "" || x.ReuseCachedResult == nil || !*x.ReuseCachedResult || x.MaxRetries == nil || *x.MaxRetries != 2 {
 		t.Errorf("execution defaults = %+v", x)
 	}
 	if ev.Spec.Trace.Level != blisv1alpha1.TraceNone || ev.Spec.Objectives[0].Weight != 1 {
@@ -539,7 +539,7 @@ func TestDefaultsApplied(t *testing.T) {
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "defaults-from-yaml"}, &fromYAML); err != nil {
 		t.Fatal(err)
 	}
-	if x := fromYAML.Spec.Execution; x.Executor != blisv1alpha1.ExecutorJob || x.ReuseCachedResult == nil || x.MaxRetries == nil || fromYAML.Spec.Trace.Level != blisv1alpha1.TraceNone {
+	if x := fromYAML.Spec.Execution; x.Executor != "" || x.ReuseCachedResult == nil || x.MaxRetries == nil || fromYAML.Spec.Trace.Level != blisv1alpha1.TraceNone {
 		t.Errorf("defaults of an Evaluation without execution and trace: %+v %+v", x, fromYAML.Spec.Trace)
 	}
 	var scYAML blisv1alpha1.SimulatedCluster

@@ -23,14 +23,12 @@ import (
 	blisv1alpha1 "github.com/inference-sim/blis-operator/api/v1alpha1"
 )
 
-// Condition types the operator writes on an Evaluation, besides Ready, InputsResolved, Queued,
-// Running and Failed of the API package.
+// Short names of two of the API's Evaluation condition types, used throughout the controllers.
 const (
-	// ConditionAccepted is True once the Evaluation's inputs resolved and passed the engine's
-	// validation; False (with the object and field at fault) while they do not.
-	ConditionAccepted = "Accepted"
-	// ConditionSucceeded is True when the results are in status (run or reused).
-	ConditionSucceeded = "Succeeded"
+	// ConditionAccepted is the API's Accepted condition.
+	ConditionAccepted = blisv1alpha1.ConditionAccepted
+	// ConditionSucceeded is the API's Succeeded condition.
+	ConditionSucceeded = blisv1alpha1.ConditionSucceeded
 )
 
 // Condition reasons (CamelCase, stable: tools match on them).

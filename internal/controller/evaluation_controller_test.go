@@ -210,17 +210,26 @@ func TestInvalidInputs(t *testing.T) {
 		t.Fatalf("Accepted: %+v", a)
 	}
 
-	// A P/D cluster is not simulated: the cluster is not Ready, the Evaluation waits on it.
+	// A P/D cluster that also autoscales is not simulated: the cluster is not Ready, the
+	// Evaluation waits on it.
 	pd := testCluster(ns, "pd")
 	pd.Spec.Pools = []blisv1alpha1.ReplicaPoolSpec{{Name: "p", Role: blisv1alpha1.PoolPrefill, Replicas: 1}, {Name: "d", Role: blisv1alpha1.PoolDecode, Replicas: 1}}
+	pd.Spec.Autoscaling = &blisv1alpha1.AutoscalingSpec{MinReplicas: 2, MaxReplicas: 4}
 	create(t, pd)
 	onPD := testEval(ns, "on-pd", blisv1alpha1.ExecutorInProcess)
 	onPD.Spec.ClusterRef.Name = "pd"
 	create(t, onPD)
-	ev = waitCondition(t, ns, "on-pd", ConditionAccepted, metav1.ConditionFalse, ReasonReferenceNotReady)
-	if c := meta.FindStatusCondition(ev.Status.Conditions, ConditionAccepted); !strings.Contains(c.Message, "pools[0].role") {
-		t.Fatalf("message %q does not name the field at fault", c.Message)
-	}
+	// The Evaluation may first wait for the cluster's validation; once the cluster is found
+	// invalid, its message names the field at fault.
+	eventually(t, "Evaluation on-pd waits naming pools[0].role", func() (bool, string) {
+		var e blisv1alpha1.Evaluation
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "on-pd"}, &e); err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(e.Status.Conditions, ConditionAccepted)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == ReasonReferenceNotReady &&
+			strings.Contains(c.Message, "pools[0].role"), describeEval(&e)
+	})
 
 	// An inline cluster that is invalid in the same way fails the Evaluation (its spec cannot change).
 	inline := testEval(ns, "inline-pd", blisv1alpha1.ExecutorInProcess)
