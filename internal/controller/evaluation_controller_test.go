@@ -44,6 +44,7 @@ func TestValidatingReconcilers(t *testing.T) {
 	good := testCluster(ns, "good")
 	bad := testCluster(ns, "bad")
 	bad.Spec.Pools = []blisv1alpha1.ReplicaPoolSpec{{Name: "p", Role: blisv1alpha1.PoolPrefill, Replicas: 1}, {Name: "d", Role: blisv1alpha1.PoolDecode, Replicas: 1}}
+	bad.Spec.Autoscaling = &blisv1alpha1.AutoscalingSpec{MinReplicas: 2, MaxReplicas: 4} // P/D pools do not autoscale in this engine version
 	pol := testPolicy(ns, "policy")
 	missingCM := testPolicy(ns, "from-configmap")
 	missingCM.Spec.BlisConfigMapRef = &blisv1alpha1.ConfigMapKeyReference{Name: "absent", Key: "policy.yaml"}
