@@ -189,6 +189,14 @@ type ExecutionSpec struct {
 	// +optional
 	QueueName string `json:"queueName,omitempty"`
 
+	// priority orders Evaluations waiting under the operator's parallelism caps: higher runs
+	// first, then older, then by name. When unset, the value of priorityClassName's
+	// PriorityClass is used (0 without one).
+	// +kubebuilder:validation:Minimum=-1000000
+	// +kubebuilder:validation:Maximum=1000000
+	// +optional
+	Priority *int32 `json:"priority,omitempty"`
+
 	// priorityClassName is the priority class of the engine pod (with Kueue, the workload
 	// priority class).
 	// +kubebuilder:validation:MaxLength=253

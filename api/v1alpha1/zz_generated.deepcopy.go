@@ -1032,6 +1032,11 @@ func (in *ExecutionSpec) DeepCopyInto(out *ExecutionSpec) {
 		*out = new(metav1.Duration)
 		**out = **in
 	}
+	if in.Priority != nil {
+		in, out := &in.Priority, &out.Priority
+		*out = new(int32)
+		**out = **in
+	}
 	if in.ReuseCachedResult != nil {
 		in, out := &in.ReuseCachedResult, &out.ReuseCachedResult
 		*out = new(bool)

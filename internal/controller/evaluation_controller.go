@@ -391,8 +391,12 @@ func (r *EvaluationReconciler) executorOf(ev *blisv1alpha1.Evaluation) blisv1alp
 	return blisv1alpha1.ExecutorJob
 }
 
-// priority is the value of the Evaluation's priority class (0 without one).
+// priority is the Evaluation's spec.execution.priority, else the value of its priority class
+// (0 without one).
 func (r *EvaluationReconciler) priority(ctx context.Context, ev *blisv1alpha1.Evaluation) int32 {
+	if p := ev.Spec.Execution.Priority; p != nil {
+		return *p
+	}
 	name := ev.Spec.Execution.PriorityClassName
 	if name == "" {
 		return 0

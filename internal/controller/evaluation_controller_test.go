@@ -373,12 +373,25 @@ func TestParallelismCapsAndPriority(t *testing.T) {
 	if ev.Status.Phase != blisv1alpha1.PhaseQueued {
 		t.Fatalf("phase %s", ev.Status.Phase)
 	}
+	// An explicit spec.execution.priority wins over the priority class's value.
+	top := testEval(ns, "d-top", blisv1alpha1.ExecutorInProcess, 4)
+	top.Spec.Execution.PriorityClassName = high.name
+	top.Spec.Execution.Priority = ptr.To[int32](5000)
+	create(t, top)
+	ev = waitCondition(t, ns, "d-top", blisv1alpha1.ConditionQueued, metav1.ConditionTrue, ReasonGlobalLimitReached)
+	if c := meta.FindStatusCondition(ev.Status.Conditions, blisv1alpha1.ConditionQueued); !strings.Contains(c.Message, "position 1 of 3") {
+		t.Fatalf("the Evaluation with priority 5000 should be first in the queue: %q", c.Message)
+	}
 
 	gate.openGate()
 	waitCondition(t, ns, "a-running", ConditionSucceeded, metav1.ConditionTrue, "")
-	// c-high was admitted before b-low although created later.
+	// d-top, then c-high, were admitted before b-low although created later.
+	d := waitCondition(t, ns, "d-top", ConditionSucceeded, metav1.ConditionTrue, "")
 	c := waitCondition(t, ns, "c-high", ConditionSucceeded, metav1.ConditionTrue, "")
 	b := waitCondition(t, ns, "b-low", ConditionSucceeded, metav1.ConditionTrue, "")
+	if c.Status.StartTime.Before(d.Status.StartTime) {
+		t.Fatalf("c-high started at %v, before d-top at %v", c.Status.StartTime, d.Status.StartTime)
+	}
 	if !c.Status.StartTime.Before(b.Status.StartTime) && !c.Status.StartTime.Equal(b.Status.StartTime) {
 		t.Fatalf("c-high started at %v, after b-low at %v", c.Status.StartTime, b.Status.StartTime)
 	}
