@@ -320,6 +320,10 @@ var reconcilerSetups = []func(ctrl.Manager, reconcilerConfig) error{
 	func(mgr ctrl.Manager, _ reconcilerConfig) error {
 		return controller.SetupPolicyStudyWithManager(mgr)
 	},
+	// Promotion: annotated PolicyBundles and Evaluations into llm-d ConfigMaps.
+	func(mgr ctrl.Manager, _ reconcilerConfig) error {
+		return controller.SetupPromotionWithManager(mgr)
+	},
 }
 
 // cacheSyncedCheck is a readiness check that passes once the manager's informer caches have

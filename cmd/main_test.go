@@ -239,7 +239,7 @@ func TestManagerCachesOnlyOwnJobsAndConfigMaps(t *testing.T) {
 }
 
 func TestReconcilersAreRegistered(t *testing.T) {
-	if len(reconcilerSetups) != 2 {
-		t.Fatalf("%d reconciler setups, want 2 (the four resource kinds, PolicyStudy)", len(reconcilerSetups))
+	if len(reconcilerSetups) != 3 {
+		t.Fatalf("%d reconciler setups, want 3 (the four resource kinds, PolicyStudy, promotion)", len(reconcilerSetups))
 	}
 }
