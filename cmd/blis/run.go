@@ -123,7 +123,7 @@ The flags are upstream BLIS's; --max-num-running-reqs, --max-num-scheduled-token
 	fl.Int64Var(&f.seed, "seed", 42, "master random seed")
 	fl.Int64Var(&f.horizon, "horizon", 0, "stop the simulation at this time in microseconds (0 = run until all requests finish)")
 
-	fl.StringVar(&f.workloadType, "workload", "distribution", "workload: distribution, or a BLIS preset ("+strings.Join(workload.PresetNames(), ", ")+") whose lengths and prefix replace the defaults")
+	fl.StringVar(&f.workloadType, "workload", "distribution", "workload: distribution, a BLIS preset ("+strings.Join(workload.PresetNames(), ", ")+") whose lengths and prefix replace the defaults, or a built-in scenario ("+strings.Join(workload.ScenarioNames(), ", ")+")")
 	fl.StringVar(&f.workloadSpec, "workload-spec", "", "YAML workload specification (BLIS workload spec v2); replaces --workload, and --rate, --num-requests, --horizon and --seed override its values when given")
 	fl.StringVar(&f.arrival, "arrival", "constant", "arrival process of the distribution workload: constant or poisson")
 	fl.Int64Var(&f.numRequests, "num-requests", 100, "number of requests")
@@ -209,8 +209,11 @@ func checkFlags(fl *pflag.FlagSet, f *runFlags) error {
 		return fmt.Errorf("--num-instances must be <= %d, got %d", maxInstances, f.numInstances)
 	}
 	if f.workloadType != "distribution" {
-		if _, err := workload.Preset(f.workloadType); err != nil {
-			return fmt.Errorf("--workload %q is not known (known: distribution, %s)", f.workloadType, strings.Join(workload.PresetNames(), ", "))
+		_, presetErr := workload.Preset(f.workloadType)
+		_, scenarioErr := workload.Scenario(f.workloadType)
+		if presetErr != nil && scenarioErr != nil {
+			return fmt.Errorf("--workload %q is not known (known: distribution; presets %s; scenarios %s)", f.workloadType,
+				strings.Join(workload.PresetNames(), ", "), strings.Join(workload.ScenarioNames(), ", "))
 		}
 	}
 	switch strings.ToLower(f.logLevel) {
@@ -263,11 +266,22 @@ type runInput struct {
 // (possibly from a BLIS preset) configured by the flags. It may adjust the seed and horizon of
 // cfg to the spec's.
 func buildWorkload(fl *pflag.FlagSet, f *runFlags, cfg *sim.Config) (workload.Source, map[string]workload.SLOTargets, error) {
-	if f.workloadSpec != "" {
-		spec, err := workload.LoadSpecFile(f.workloadSpec)
-		if err != nil {
+	var spec *workload.Spec
+	switch {
+	case f.workloadSpec != "":
+		var err error
+		if spec, err = workload.LoadSpecFile(f.workloadSpec); err != nil {
 			return nil, nil, err
 		}
+	case f.workloadType != "distribution":
+		if _, err := workload.Preset(f.workloadType); err != nil {
+			// Not a BLIS preset: a built-in scenario (validated with the flags).
+			if spec, err = workload.Scenario(f.workloadType); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	if spec != nil {
 		// Flags given explicitly win over the file, as in BLIS.
 		if fl.Changed("rate") {
 			spec.AggregateRate = f.rate

@@ -235,9 +235,9 @@ func mustPrefix(t *testing.T, preset string) int64 {
 
 // A BLIS workload spec file runs unchanged; --num-requests overrides its request count.
 func TestRunWorkloadSpec(t *testing.T) {
-	spec := "../../../shared/data/blis/examples/prefix-affinity-demo.yaml"
+	spec := "../../internal/engine/workload/testdata/blis/prefix-affinity-demo.yaml" // BLIS's example, unchanged
 	if _, err := os.Stat(spec); err != nil {
-		spec = "/work/shared/data/blis/examples/prefix-affinity-demo.yaml"
+		t.Fatal(err)
 	}
 	out, err := runCLI(t, "--model", testModel, "--num-instances", "2", "--routing-policy", "least-loaded", "--workload-spec", spec, "--num-requests", "50")
 	if err != nil {
@@ -252,6 +252,30 @@ func TestRunWorkloadSpec(t *testing.T) {
 	again, err := runCLI(t, "--model", testModel, "--num-instances", "2", "--routing-policy", "least-loaded", "--workload-spec", spec, "--num-requests", "50")
 	if err != nil || again != out {
 		t.Fatalf("repeated spec run differs (%v)", err)
+	}
+}
+
+// A built-in scenario runs by name through --workload, from the same generator as the
+// WorkloadSpec resource's scenario field; shared prefixes make the prefix cache hit.
+func TestRunWorkloadScenario(t *testing.T) {
+	out, err := runCLI(t, "--model", testModel, "--num-instances", "2", "--workload", "prefix-heavy", "--num-requests", "60")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := splitBlocks(t, out)
+	c := blocks[len(blocks)-1]
+	if c.InjectedRequests != 60 || c.CompletedRequests != 60 {
+		t.Fatalf("cluster %+v", c)
+	}
+	spec, err := workload.Scenario("prefix-heavy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.NumRequests == 60 {
+		t.Fatal("the scenario's own request count should differ from the override used here")
+	}
+	if _, err := runCLI(t, "--model", testModel, "--workload", "no-such-scenario"); err == nil || !strings.Contains(err.Error(), "prefix-heavy") {
+		t.Fatalf("an unknown --workload should list the scenarios: %v", err)
 	}
 }
 
