@@ -243,6 +243,29 @@ func TestInvalidInputs(t *testing.T) {
 	}
 }
 
+// TestInvalidCombination: a cluster and a policy that are each valid but do not fit together
+// (precise prefix scoring on replicas without prefix caching) leave the Evaluation waiting with
+// Accepted=False, reason InvalidReference, naming the policy's field and the cluster setting.
+func TestInvalidCombination(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t, Config{InProcessOnly: true})
+	cl := testCluster(ns, "cluster")
+	off := false
+	cl.Spec.Engine.EnablePrefixCaching = &off
+	pol := testPolicy(ns, "policy")
+	pol.Spec.Routing = &blisv1alpha1.RoutingPolicy{Policy: "weighted", Scorers: []blisv1alpha1.Scorer{{Name: "precise-prefix-cache", Weight: 1}}}
+	create(t, cl, pol, testWorkload(ns, "workload"))
+	create(t, testEval(ns, "mismatch", blisv1alpha1.ExecutorInProcess))
+	ev := waitCondition(t, ns, "mismatch", ConditionAccepted, metav1.ConditionFalse, ReasonInvalidReference)
+	c := meta.FindStatusCondition(ev.Status.Conditions, ConditionAccepted)
+	if !strings.Contains(c.Message, "PolicyBundle policy: spec.routing.scorers[0].name") || !strings.Contains(c.Message, "enablePrefixCaching: false") {
+		t.Fatalf("message %q does not name the policy field and the cluster setting", c.Message)
+	}
+	if ev.Status.Phase == blisv1alpha1.PhaseFailed {
+		t.Fatal("a fault of referenced objects must not fail the Evaluation for good")
+	}
+}
+
 // TestCacheHit: an Evaluation with the input of a Succeeded one reuses its result without
 // running; opting out runs the engine again.
 func TestCacheHit(t *testing.T) {

@@ -155,6 +155,9 @@ func Resolve(in Inputs) (*Resolved, error) {
 	}
 	doc.Policy = pol
 	notes = append(notes, pnotes...)
+	if err := checkCombination(cl, po); err != nil {
+		return nil, err
+	}
 
 	// Workload.
 	wo, err := pick(ev, "workloadRef", "workload", in.Spec.WorkloadRef, in.Spec.Workload, KindWorkloadSpec,
@@ -281,6 +284,22 @@ func pick[T any](ev owner, refField, inlineField string, ref *blisv1alpha1.Local
 		return picked[T]{}, ev.err(ReasonReferenceNotFound, refField+".name", fmt.Errorf("%s %q not found", kind, ref.Name))
 	}
 	return picked[T]{owner{kind, name, "spec"}, spec}, nil
+}
+
+// checkCombination rejects a policy that depends on a signal the cluster does not produce,
+// naming the policy's field and the cluster setting; each object is valid on its own.
+func checkCombination(cl picked[blisv1alpha1.SimulatedClusterSpec], po picked[blisv1alpha1.PolicyBundleSpec]) error {
+	if pc := cl.spec.Engine.EnablePrefixCaching; pc == nil || *pc || po.spec.Routing == nil {
+		return nil
+	}
+	for i, sc := range po.spec.Routing.Scorers {
+		if sc.Name == "precise-prefix-cache" {
+			return po.owner.err(ReasonInvalidSpec, fmt.Sprintf("routing.scorers[%d].name", i),
+				fmt.Errorf("precise-prefix-cache scores the replicas' own KV-cache contents, but %s %s disables prefix caching (%s.engine.enablePrefixCaching: false)",
+					cl.owner.kind, cl.owner.name, cl.owner.path))
+		}
+	}
+	return nil
 }
 
 // resolveCluster maps a SimulatedCluster spec onto identical replicas of one instance.

@@ -95,6 +95,16 @@ func TestResolveErrorsNameObjectAndField(t *testing.T) {
 			p.Spec.Routing = &blisv1alpha1.RoutingPolicy{Policy: "no-such-router"}
 			in.Policy = p
 		}, ReasonInvalidSpec, KindPolicyBundle, "cache-aware", "spec", "no-such-router"},
+		{"precise prefix scoring on a cluster without prefix caching", func(in *Inputs) {
+			c := in.Cluster.DeepCopy()
+			off := false
+			c.Spec.Engine.EnablePrefixCaching = &off
+			in.Cluster = c
+			p := in.Policy.DeepCopy()
+			p.Spec.Routing = &blisv1alpha1.RoutingPolicy{Policy: "weighted", Scorers: []blisv1alpha1.Scorer{
+				{Name: "queue-scorer", Weight: 1}, {Name: "precise-prefix-cache", Weight: 2}}}
+			in.Policy = p
+		}, ReasonInvalidSpec, KindPolicyBundle, "cache-aware", "spec.routing.scorers[1].name", "SimulatedCluster llama8b-h100 disables prefix caching (spec.engine.enablePrefixCaching: false)"},
 		{"bad distribution", func(in *Inputs) {
 			w := in.Workload.DeepCopy()
 			w.Spec.Clients[0].InputDistribution.Type = "zipf"
