@@ -702,10 +702,9 @@ func TestPolicyStudyLeaderboardOnlyAndPromoteOnRequest(t *testing.T) {
 		t.Fatal("promoted without a request")
 	}
 
-	cur.Annotations = map[string]string{blisv1alpha1.AnnotationPromote: "1"}
-	if err := env.Client.Update(context.Background(), &cur); err != nil {
-		t.Fatal(err)
-	}
+	updateFresh(t, &cur, func(ps *blisv1alpha1.PolicyStudy) {
+		ps.Annotations = map[string]string{blisv1alpha1.AnnotationPromote: "1"}
+	})
 	done := waitStudy(t, ns, "board", blisv1alpha1.StudyConditionPromoted)
 	if p := done.Status.Promotion; p == nil || p.Request != "1" || p.Evaluation != "opt-b" || p.PolicyBundle != "board-best" {
 		t.Errorf("promotion %+v", done.Status.Promotion)
@@ -759,25 +758,13 @@ func TestPolicyStudyBaseChangeStops(t *testing.T) {
 		}
 		return cur.Status.Evaluations.Created == 2, describeStudy(&cur)
 	})
-	var cur blisv1alpha1.PolicyBundle
-	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(base), &cur); err != nil {
-		t.Fatal(err)
-	}
-	cur.Spec.Scheduler = "sjf"
-	if err := env.Client.Update(context.Background(), &cur); err != nil {
-		t.Fatal(err)
-	}
+	cur := base.DeepCopy()
+	updateFresh(t, cur, func(pb *blisv1alpha1.PolicyBundle) { pb.Spec.Scheduler = "sjf" })
 	failed := waitStudy(t, ns, "moving-base", blisv1alpha1.StudyConditionFailed)
 	if c := meta.FindStatusCondition(failed.Status.Conditions, blisv1alpha1.StudyConditionFailed); c.Reason != blisv1alpha1.StudyReasonSpecChanged {
 		t.Fatalf("Failed reason %s", c.Reason)
 	}
-	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(base), &cur); err != nil {
-		t.Fatal(err)
-	}
-	cur.Spec.Scheduler = ""
-	if err := env.Client.Update(context.Background(), &cur); err != nil {
-		t.Fatal(err)
-	}
+	updateFresh(t, cur, func(pb *blisv1alpha1.PolicyBundle) { pb.Spec.Scheduler = "" })
 	var study blisv1alpha1.PolicyStudy
 	eventually(t, "the study going on with the restored base", func() (bool, string) {
 		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(ps), &study); err != nil {

@@ -167,10 +167,7 @@ func TestPromotion(t *testing.T) {
 		}
 
 		// The bundle changes: a new export.
-		pb.Spec.Routing.Scorers[0].Weight = 5
-		if err := env.Client.Update(ctx, pb); err != nil {
-			t.Fatal(err)
-		}
+		updateFresh(t, pb, func(p *blisv1alpha1.PolicyBundle) { p.Spec.Routing.Scorers[0].Weight = 5 })
 		cm = promotionOf(t, pb, "winner-llm-d", first)
 		if !strings.Contains(cm.Data[export.FileEPPConfig], "weight: 5") {
 			t.Fatalf("the new weight is not exported:\n%s", cm.Data[export.FileEPPConfig])
@@ -178,13 +175,7 @@ func TestPromotion(t *testing.T) {
 
 		// The cluster changes: a new export with its engine settings.
 		second := pb.Annotations[promote.AnnotationPromoted]
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cl), cl); err != nil {
-			t.Fatal(err)
-		}
-		cl.Spec.Engine.MaxNumSeqs = 96
-		if err := env.Client.Update(ctx, cl); err != nil {
-			t.Fatal(err)
-		}
+		updateFresh(t, cl, func(c *blisv1alpha1.SimulatedCluster) { c.Spec.Engine.MaxNumSeqs = 96 })
 		cm = promotionOf(t, pb, "winner-llm-d", second)
 		if !strings.Contains(cm.Data[export.FileModelServers], "--max-num-seqs=96") {
 			t.Fatalf("the cluster change is not exported:\n%s", cm.Data[export.FileModelServers])
@@ -241,21 +232,11 @@ func TestPromotion(t *testing.T) {
 
 		// The referenced bundle changes after the run: its new content was not simulated, so
 		// the promotion is refused and the ConfigMap keeps what ran.
-		var pb blisv1alpha1.PolicyBundle
-		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "policy"}, &pb); err != nil {
-			t.Fatal(err)
-		}
-		pb.Spec.Routing = &blisv1alpha1.RoutingPolicy{Policy: "weighted", Scorers: []blisv1alpha1.Scorer{{Name: "queue-scorer", Weight: 1}}}
-		if err := env.Client.Update(ctx, &pb); err != nil {
-			t.Fatal(err)
-		}
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ev), ev); err != nil {
-			t.Fatal(err)
-		}
-		ev.Annotations["touch"] = "1"
-		if err := env.Client.Update(ctx, ev); err != nil {
-			t.Fatal(err)
-		}
+		pb := &blisv1alpha1.PolicyBundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "policy"}}
+		updateFresh(t, pb, func(p *blisv1alpha1.PolicyBundle) {
+			p.Spec.Routing = &blisv1alpha1.RoutingPolicy{Policy: "weighted", Scorers: []blisv1alpha1.Scorer{{Name: "queue-scorer", Weight: 1}}}
+		})
+		updateFresh(t, ev, func(e *blisv1alpha1.Evaluation) { e.Annotations["touch"] = "1" })
 		waitAnnotation(t, ev, promote.AnnotationError, "changed after it ran")
 		var kept corev1.ConfigMap
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), &kept); err != nil {
@@ -288,13 +269,7 @@ func TestPromotion(t *testing.T) {
 		eventWith(t, ns, "lone", ReasonPromotionFailed, promote.AnnotationCluster)
 
 		// Choosing a free name promotes, and the error annotation goes away.
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pb), pb); err != nil {
-			t.Fatal(err)
-		}
-		pb.Annotations[promote.AnnotationPromote] = "bundle-llm-d"
-		if err := env.Client.Update(ctx, pb); err != nil {
-			t.Fatal(err)
-		}
+		updateFresh(t, pb, func(p *blisv1alpha1.PolicyBundle) { p.Annotations[promote.AnnotationPromote] = "bundle-llm-d" })
 		promotionOf(t, pb, "bundle-llm-d", "")
 		eventually(t, "the error annotation removed", func() (bool, string) {
 			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pb), pb); err != nil {

@@ -32,6 +32,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -238,4 +239,20 @@ func (p *schedulingPriority) create(t testing.TB) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pc) })
+}
+
+// updateFresh re-reads obj, applies change and updates it, retrying when the update conflicts
+// with the controllers' own writes (status, promotion annotations) made in between.
+func updateFresh[T client.Object](t *testing.T, obj T, change func(T)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		change(obj)
+		return env.Client.Update(context.Background(), obj)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
