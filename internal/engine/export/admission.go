@@ -30,39 +30,6 @@ func stagePolicy(name string, tree *policy.TreeNode, cel, def string) string {
 	return name
 }
 
-// admissionParams merges BLIS's flat admission keys into the template's parameters, explicit
-// params winning, as the policy package reads them.
-func admissionParams(a *policy.AdmissionSpec) policy.Params {
-	p := policy.Params{}
-	set := func(tmpl, k string, v any) {
-		if a.Policy == tmpl {
-			p[k] = v
-		}
-	}
-	if a.TokenBucketCapacity != nil {
-		set("token-bucket", "capacity", *a.TokenBucketCapacity)
-	}
-	if a.TokenBucketRefillRate != nil {
-		set("token-bucket", "refill_rate", *a.TokenBucketRefillRate)
-	}
-	if a.TierShedThreshold != nil {
-		set("tier-shed", "threshold", *a.TierShedThreshold)
-	}
-	if a.TierShedMinPriority != nil {
-		set("tier-shed", "min_priority", *a.TierShedMinPriority)
-	}
-	if a.GAIEQDThreshold != nil {
-		set("gaie-legacy", "qd_threshold", *a.GAIEQDThreshold)
-	}
-	if a.GAIEKVThreshold != nil {
-		set("gaie-legacy", "kv_threshold", *a.GAIEKVThreshold)
-	}
-	for k, v := range a.Params {
-		p[k] = v
-	}
-	return p
-}
-
 func num(p policy.Params, k string, def float64) float64 {
 	switch x := p[k].(type) {
 	case int:
@@ -211,7 +178,7 @@ func (bd *builder) admission() error {
 	const stage = "admission"
 	a := &bd.b.Admission
 	name := stagePolicy(a.Policy, a.Tree, a.CEL, alwaysAdmit)
-	p := admissionParams(a)
+	p := a.EffectiveParams()
 	if a.LatencyUs > 0 {
 		bd.note(stage, "admission decision latency %d µs is a property of the simulated router, not a setting", a.LatencyUs)
 	}

@@ -357,7 +357,7 @@ func canonical(t *testing.T, b *policy.Bundle, c Cluster) string {
 	}
 	a := b.Admission
 	adm := stagePolicy(a.Policy, a.Tree, a.CEL, "always-admit")
-	p := admissionParams(&a)
+	p := a.EffectiveParams()
 	if adm == "gaie-legacy" {
 		adm = fmt.Sprintf("gaie-legacy qd=%g kv=%g", num(p, "qd_threshold", 5), num(p, "kv_threshold", 0.8))
 	}

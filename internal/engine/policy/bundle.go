@@ -338,9 +338,10 @@ func FromFlags(f Flags) (*Bundle, error) {
 	return b, nil
 }
 
-// blisAdmissionParams merges BLIS's flat admission keys into the template parameters they
-// belong to; explicit params win.
-func (a *AdmissionSpec) params() Params {
+// EffectiveParams merges BLIS's flat admission keys (token_bucket_capacity, tier_shed_threshold,
+// gaie_qd_threshold, ...) into the parameters of the template they belong to; explicit params
+// win. It is what the admission template reads, and what an exporter must map.
+func (a *AdmissionSpec) EffectiveParams() Params {
 	p := Params{}
 	set := func(tmpl, k string, v any) {
 		if a.Policy == tmpl {

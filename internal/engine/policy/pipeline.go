@@ -271,7 +271,7 @@ func buildAdmission(s *AdmissionSpec, c *buildCtx) (AdmissionPolicy, string, err
 	if err != nil {
 		return nil, "", err
 	}
-	r := newParamReader(s.params())
+	r := newParamReader(s.EffectiveParams())
 	var pol AdmissionPolicy
 	switch name {
 	case PolicyCEL:
