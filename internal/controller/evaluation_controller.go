@@ -966,7 +966,8 @@ func (r *EvaluationReconciler) observeJob(ctx context.Context, log logr.Logger, 
 		post.event(corev1.EventTypeWarning, ReasonRetrying, "%s", msg)
 	}
 	setCondition(&st.Conditions, gen, blisv1alpha1.ConditionRunning, metav1.ConditionTrue, reason, msg)
-	return ctrl.Result{}, nil
+	// Job and result events wake the Evaluation; the resync only covers a missed one.
+	return ctrl.Result{RequeueAfter: r.Config.RunningResync}, nil
 }
 
 // oomKilled returns the name of an engine pod of ev whose container was OOM-killed, if any.

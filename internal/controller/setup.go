@@ -93,6 +93,9 @@ type Config struct {
 	QueuedResync time.Duration
 	// MissingResync is how often an Evaluation waiting for a missing ConfigMap looks again.
 	MissingResync time.Duration
+	// RunningResync is how often an Evaluation whose engine Job runs looks at the Job again,
+	// in case an event about it (a deletion, a finished pod) was missed.
+	RunningResync time.Duration
 	// Run replaces the in-process engine (tests); nil runs the real engine.
 	Run RunFunc
 }
@@ -119,6 +122,9 @@ func (c *Config) Defaults() {
 	}
 	if c.MissingResync <= 0 {
 		c.MissingResync = missingResyncDefault
+	}
+	if c.RunningResync <= 0 {
+		c.RunningResync = 20 * time.Second
 	}
 	if c.EnginePullPolicy == "" {
 		c.EnginePullPolicy = corev1.PullIfNotPresent
