@@ -68,6 +68,19 @@ type instance struct {
 	shape      latency.StepShape
 	chunkOwner []int32 // slot owning shape.Prefill[i]
 
+	// What phase 1 of the current step leaves to execute. A scheduled decode token advances
+	// its entry's progress in phase 1 already, so a steady decode step touches each entry once;
+	// execute then visits only work (ascending running indices of entries with something to do:
+	// prefill chunks, completions, length caps), the entries from brk on (those phase 1 did not
+	// reach, plus the ones phase 2 admitted from nSched on), or every entry when fullScan (a
+	// preemption shifted the indices, or the reference stepper).
+	work     []int32
+	brk      int
+	nSched   int
+	fullScan bool
+	// leaving lists the running indices execute removes, to compact the batch once.
+	leaving []int32
+
 	// BLIS aggregates the inter-token latencies of completed requests only (a preempted
 	// request's gaps are discarded with its progress, and unfinished requests contribute
 	// none). To reproduce that without a sample per token, gaps[k-1] keeps the gap of step k
@@ -191,9 +204,11 @@ func (in *instance) priorityVictim(reqs []reqState) int {
 // it was scheduled, possible only with priority victims).
 func (in *instance) unshape(e *runEntry) {
 	sh := &in.shape
-	if e.progress >= e.input {
+	if e.progress > e.input {
+		// A decode token: phase 1 already advanced progress past the prompt (see
+		// instance.work), while a prefill chunk leaves it below until execute.
 		sh.DecodeRequests--
-		sh.DecodeContext -= int64(e.progress)
+		sh.DecodeContext -= int64(e.progress - 1)
 		return
 	}
 	for i, o := range in.chunkOwner {
@@ -431,7 +446,9 @@ func (s *simulation) scheduleRunning(in *instance, budget *int64) (preempted boo
 	c := in.cfg
 	thr, mml := c.LongPrefillTokenThreshold, c.MaxModelLen
 	sh := &in.shape
-	for i := 0; i < len(in.running); i++ {
+	work := in.work[:0]
+	i := 0
+	for ; i < len(in.running); i++ {
 		if *budget <= 0 {
 			break
 		}
@@ -446,6 +463,7 @@ func (s *simulation) scheduleRunning(in *instance, budget *int64) (preempted boo
 				n = min(n, max(mml-1-e.progress, 0))
 			}
 			if n == 0 {
+				work = append(work, int32(i)) // at the length cap: completes in execute
 				continue
 			}
 			ok, adj := s.reserve(in, i, n, budget, &preempted)
@@ -457,11 +475,13 @@ func (s *simulation) scheduleRunning(in *instance, budget *int64) (preempted boo
 			*budget -= int64(n)
 			e.numNew, e.stamp = n, step
 			in.addChunk(e.slot, n, e.progress, e.input)
+			work = append(work, int32(i))
 			continue
 		}
 		// Decoding (requests with fewer than two output tokens finish with their prefill).
 		if mml > 0 && e.progress+1 > mml-1 {
-			continue // at the length cap: completes below without a token
+			work = append(work, int32(i))
+			continue // at the length cap: completes in execute without a token
 		}
 		if e.room > 0 && !s.eagerKV {
 			// Fast path of growDecode: the token fits in the last block.
@@ -479,7 +499,14 @@ func (s *simulation) scheduleRunning(in *instance, budget *int64) (preempted boo
 		e.numNew, e.stamp = 1, step
 		sh.DecodeRequests++
 		sh.DecodeContext += int64(e.progress)
+		e.progress++
+		if e.progress >= e.input+max(e.output, 1)-1 || (mml > 0 && e.progress >= mml-1) {
+			work = append(work, int32(i))
+		}
 	}
+	in.work = work
+	in.brk, in.nSched = i, len(in.running)
+	in.fullScan = preempted || s.eagerKV
 	return preempted
 }
 
@@ -578,71 +605,103 @@ func (s *simulation) admitWaiting(in *instance, now, budget int64) {
 }
 
 // execute applies the step's work to the running batch and completes finished requests, in
-// running order (the release order shapes the LRU free list). done is the end of the step. It
-// reports whether any request completed.
+// running order (the release order shapes the LRU free list and the CPU tier's offload
+// decisions). done is the end of the step. It reports whether any request completed. Phase 1
+// left the steady decode entries advanced already, so only the entries it listed and those it
+// did not reach are visited (see instance.work); the reference stepper visits all.
 func (s *simulation) execute(in *instance, done int64) (completed bool) {
-	step := in.stepCount
-	stamp := int32(step)
-	mml := in.cfg.MaxModelLen
-	keep := 0
-	for i := 0; i < len(in.running); i++ {
-		e := &in.running[i]
-		if e.stamp == stamp {
-			if e.progress < e.input {
-				e.progress += e.numNew
-				if e.progress == e.input {
-					in.cold[i].decodeFrom = step + 1
-					r := &s.slab.reqs[e.slot]
-					if in.tier != nil {
-						s.offload(in, r)
-					}
-					if !r.ttftSet {
-						r.ttftSet = true
-						r.ttft = done + in.alphaOut - r.arrival
-						r.firstTokenAt = done
-					}
-				}
-			} else {
-				e.progress++
+	leaving := in.leaving[:0]
+	if in.fullScan {
+		for i := 0; i < len(in.running); i++ {
+			if s.settle(in, i, i >= in.nSched, done) {
+				leaving = append(leaving, int32(i))
 			}
-		} else if e.progress >= e.input && e.output > 1 {
-			// A decoding request left out of this step (the budget ran out or a preemption
-			// stopped phase 1 before it, or it sits at the length cap).
-			r := &s.slab.reqs[e.slot]
-			r.skipped = append(r.skipped, step)
-			in.stats.DeferredDecodes++
 		}
-		if e.progress >= e.input+max(e.output, 1)-1 {
-			if e.output > 0 && e.progress < e.input+e.output && !s.growDecode(in, e, &in.cold[i]) {
-				// The final token's slot; BLIS counts a failure here as an accounting anomaly.
-				in.stats.KVAllocationFailures++
+	} else {
+		for _, i := range in.work {
+			if s.settle(in, int(i), false, done) {
+				leaving = append(leaving, i)
 			}
-		} else if mml > 0 && e.progress >= mml-1 {
-			s.slab.reqs[e.slot].lengthCapped = true
-		} else {
-			if keep != i {
-				in.running[keep] = *e
-				in.cold[keep] = in.cold[i]
+		}
+		for i := in.brk; i < len(in.running); i++ {
+			if s.settle(in, i, i >= in.nSched, done) {
+				leaving = append(leaving, int32(i))
 			}
-			keep++
-			continue
 		}
-		slot := e.slot
-		r := &s.slab.reqs[slot]
-		c := &in.cold[i]
-		in.flush(e, c, r)
-		in.releaseTable(&c.kv)
-		if r.itlCount > 0 {
-			in.countITL(c.decodeFrom, step, r.skipped)
-		}
-		completed = true
-		if r.pd == pdPrefill {
-			s.handoff(in, slot, done)
-			continue
-		}
-		s.finishRequest(in, slot, OutcomeCompleted, done, "")
 	}
-	in.running = in.running[:keep]
-	in.cold = in.cold[:keep]
-	return completed
+	in.leaving = leaving
+	if len(leaving) == 0 {
+		return false
+	}
+	// Close the gaps in one pass from the first departure, keeping the order.
+	run, cold := in.running, in.cold
+	w := int(leaving[0])
+	for k, i := range leaving {
+		next := len(run)
+		if k+1 < len(leaving) {
+			next = int(leaving[k+1])
+		}
+		copy(cold[w:], cold[i+1:next])
+		w += copy(run[w:], run[i+1:next])
+	}
+	in.running, in.cold = run[:w], cold[:w]
+	return true
+}
+
+// settle applies step work to running entry i and, when the request finishes, writes it back,
+// releases its blocks and completes it (or hands it to a decode instance); it reports whether
+// the entry left the batch. inc says whether a scheduled decode token still has to advance
+// progress (entries admitted in phase 2; phase 1 advances its own).
+func (s *simulation) settle(in *instance, i int, inc bool, done int64) bool {
+	step := in.stepCount
+	e := &in.running[i]
+	if e.stamp == int32(step) {
+		if e.progress < e.input {
+			e.progress += e.numNew
+			if e.progress == e.input {
+				in.cold[i].decodeFrom = step + 1
+				r := &s.slab.reqs[e.slot]
+				if in.tier != nil {
+					s.offload(in, r)
+				}
+				if !r.ttftSet {
+					r.ttftSet = true
+					r.ttft = done + in.alphaOut - r.arrival
+					r.firstTokenAt = done
+				}
+			}
+		} else if inc {
+			e.progress++
+		}
+	} else if e.progress >= e.input && e.output > 1 {
+		// A decoding request left out of this step (the budget ran out or a preemption
+		// stopped phase 1 before it, or it sits at the length cap).
+		r := &s.slab.reqs[e.slot]
+		r.skipped = append(r.skipped, step)
+		in.stats.DeferredDecodes++
+	}
+	if mml := in.cfg.MaxModelLen; e.progress >= e.input+max(e.output, 1)-1 {
+		if e.output > 0 && e.progress < e.input+e.output && !s.growDecode(in, e, &in.cold[i]) {
+			// The final token's slot; BLIS counts a failure here as an accounting anomaly.
+			in.stats.KVAllocationFailures++
+		}
+	} else if mml > 0 && e.progress >= mml-1 {
+		s.slab.reqs[e.slot].lengthCapped = true
+	} else {
+		return false
+	}
+	slot := e.slot
+	r := &s.slab.reqs[slot]
+	c := &in.cold[i]
+	in.flush(e, c, r)
+	in.releaseTable(&c.kv)
+	if r.itlCount > 0 {
+		in.countITL(c.decodeFrom, step, r.skipped)
+	}
+	if r.pd == pdPrefill {
+		s.handoff(in, slot, done)
+		return true
+	}
+	s.finishRequest(in, slot, OutcomeCompleted, done, "")
+	return true
 }
