@@ -183,4 +183,6 @@ type Result struct {
 	Autoscale *AutoscaleStats
 	// PD summarizes prefill/decode disaggregation (runs with Config.PD only).
 	PD *PDStats
+	// Series holds the run's time series (only with Options.Series).
+	Series *Series
 }

@@ -124,6 +124,10 @@ type simulation struct {
 	eagerKV bool
 	// observe, when set (tests), is called after every processed event.
 	observe func(ev event)
+	// ser records the time series (Options.Series); nil when off.
+	ser *seriesRecorder
+	// progressAt is the event count of the last Options.Progress call.
+	progressAt int64
 }
 
 // Run simulates the workload src on the cluster cfg and returns the result. The configuration is
@@ -198,6 +202,9 @@ func newSimulation(cfg *Config, src workload.Source) (*simulation, error) {
 			return nil, err
 		}
 	}
+	if cfg.Options.Series {
+		s.ser = newSeriesRecorder(cfg.Horizon, s.insts, s.readyCount())
+	}
 	if cfg.Policy != nil {
 		if err := s.newControl(streams); err != nil {
 			return nil, err
@@ -249,6 +256,9 @@ func (s *simulation) run() error {
 		s.res.Events++
 		switch ev.kind() {
 		case evClusterArrival:
+			if s.ser != nil {
+				s.ser.arrival(s.now)
+			}
 			s.onClusterArrival(ev.req)
 		case evAdmission:
 			s.onAdmission(ev.req)
@@ -259,8 +269,12 @@ func (s *simulation) run() error {
 		case evQueued:
 			s.onQueued(ev.req)
 		case evStep:
-			s.insts[ev.inst].lastEvent(s.now)
-			s.step(&s.insts[ev.inst], s.now)
+			in := &s.insts[ev.inst]
+			in.lastEvent(s.now)
+			s.step(in, s.now)
+			if s.ser != nil {
+				s.ser.step(in, s.now)
+			}
 		case evSnapshotTick:
 			s.res.Events-- // an observation, not a simulated event: runs compare equal with or without
 			s.onSnapshotTick()
@@ -268,8 +282,18 @@ func (s *simulation) run() error {
 			s.onTimeout(ev.req)
 		case evLifecycle:
 			s.onLifecycle(ev.inst, ev.req)
+			if s.ser != nil {
+				s.ser.setReady(s.now, s.readyCount())
+			}
 		case evAutoscale:
 			s.onAutoscale()
+			if s.ser != nil {
+				s.ser.setReady(s.now, s.readyCount())
+			}
+		}
+		if s.cfg.Options.Progress != nil && s.res.Events&(progressEvery-1) == 0 && s.res.Events != s.progressAt {
+			s.progressAt = s.res.Events
+			s.progress()
 		}
 		if s.invariants && s.err == nil {
 			s.err = s.checkInvariants()
@@ -282,6 +306,9 @@ func (s *simulation) run() error {
 		return s.err
 	}
 	s.finish()
+	if s.cfg.Options.Progress != nil {
+		s.progress()
+	}
 	return nil
 }
 
@@ -486,6 +513,9 @@ func (s *simulation) finishRequest(in *instance, slot int32, out Outcome, done i
 	rec.DropReason = reason
 	switch out {
 	case OutcomeCompleted:
+		if s.ser != nil {
+			s.ser.completion(done)
+		}
 		st.Completed++
 		st.TotalOutputTokens += int64(rec.OutputTokens)
 		if r.lengthCapped {
@@ -648,6 +678,9 @@ func (s *simulation) finish() {
 	}
 	if s.pd != nil {
 		s.finishDisagg()
+	}
+	if s.ser != nil {
+		s.res.Series = s.ser.result(end)
 	}
 	if s.res.Trace != nil {
 		for i := range s.insts {
