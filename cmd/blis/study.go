@@ -39,6 +39,8 @@ type studyFlags struct {
 	exportTo string
 	target   string
 	progress bool
+	// report and reportData are the study report files (see study_report.go).
+	report, reportData string
 }
 
 func newStudyCommand() *cobra.Command {
@@ -69,6 +71,8 @@ configuration (the files promotion puts into a ConfigMap) into a directory.`,
 	fl.StringVar(&f.exportTo, "export", "", "write the best candidate's llm-d configuration into this directory")
 	fl.StringVar(&f.target, "target", "", "llm-d router release of --export (default: the promotion's target, else the exporter's default)")
 	fl.BoolVar(&f.progress, "progress", false, "print each finished candidate on standard error")
+	fl.StringVar(&f.report, "report", "", "write an HTML study report (Pareto fronts, convergence, top bundles) to this file")
+	fl.StringVar(&f.reportData, "report-data", "", "write the study report's data (JSON, for blis report) to this file")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
 }
@@ -220,9 +224,18 @@ func runStudy(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, f 
 				binding.ParametersJSON(l.Space, t.Values))
 		}
 	}
+	statuses := &studyStatuses{}
+	if f.wantsStudyReport() {
+		l.Observe = statuses.observe
+	}
 	st, best, err := binding.RunLocal(ctx, l)
 	if err != nil {
 		return err
+	}
+	if f.wantsStudyReport() {
+		if err := writeStudyReport(ctx, ps, l, statuses, f); err != nil {
+			return err
+		}
 	}
 	if best != nil && (f.winner != "" || f.exportTo != "") {
 		if err := writeWinner(ps, l, st, best, f); err != nil {

@@ -58,6 +58,9 @@ type Local struct {
 	Workers int
 	// Progress, when set, is called after each candidate finishes.
 	Progress func(t study.Trial)
+	// Observe, when set, receives the Evaluation status of each candidate that ran
+	// (for reports that show metrics), from the worker that ran it.
+	Observe func(name string, st *blisv1alpha1.EvaluationStatus)
 
 	mu     sync.Mutex
 	trials []study.Trial
@@ -111,6 +114,9 @@ func (l *Local) run(ctx context.Context, c study.Candidate) study.Trial {
 		return t
 	}
 	ResultOf(&t, l.Study.Spec.Objectives, st)
+	if l.Observe != nil {
+		l.Observe(name, st)
+	}
 	return t
 }
 
