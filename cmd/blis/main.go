@@ -23,12 +23,15 @@ func newRootCommand() *cobra.Command {
 	for _, mk := range subcommands {
 		root.AddCommand(mk())
 	}
+	addClusterFlags(root)
 	return root
 }
 
 func main() {
-	if err := newRootCommand().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "blis:", err)
+	root := newRootCommand()
+	root.Use = commandName(os.Args[0])
+	if err := root.Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, root.Use+":", err)
 		os.Exit(1)
 	}
 }
