@@ -31,6 +31,10 @@ type SeedResult struct {
 	groups   []trace.Group
 	tenants  []trace.Group
 	names    *workload.Tables
+	// dists and series are the first seed's latency distributions and time series (series
+	// only when the trace level is not none), for ReportData; nil for the other seeds.
+	dists  []metrics.Distribution
+	series *sim.Series
 }
 
 // classRow is one class's metrics, aligned with classDefs.
@@ -56,6 +60,10 @@ type Options struct {
 	// Parallelism bounds the seeds simulated at once (0 = GOMAXPROCS). Each simulation is
 	// single-threaded and deterministic, so the result does not depend on it.
 	Parallelism int
+	// Progress, when set, receives each seed's simulation progress (sim.Options.Progress).
+	// Seeds run in parallel call it concurrently, each from its own goroutine. It does not
+	// change the result.
+	Progress func(seed int64, p sim.Progress)
 }
 
 // Run simulates every seed of r with default options. See RunWithOptions.
@@ -89,7 +97,7 @@ func RunWithOptions(ctx context.Context, r *Resolved, opts Options) (*Result, er
 					errs[i] = err
 					continue
 				}
-				out[i], errs[i] = r.plan.runSeed(doc, doc.Seeds[i])
+				out[i], errs[i] = r.plan.runSeed(doc, doc.Seeds[i], i == 0, opts.Progress)
 			}
 		}()
 	}
@@ -109,8 +117,9 @@ func RunWithOptions(ctx context.Context, r *Resolved, opts Options) (*Result, er
 	return &Result{Hash: r.Hash, EngineVersion: doc.EngineVersion, Seeds: out, doc: doc, plan: r.plan}, nil
 }
 
-// runSeed simulates one seed and extracts its metrics.
-func (p *plan) runSeed(doc *Document, seed int64) (SeedResult, error) {
+// runSeed simulates one seed and extracts its metrics. The first seed also keeps its latency
+// distributions and, when the trace level is not none, its time series, which a report shows.
+func (p *plan) runSeed(doc *Document, seed int64, first bool, progress func(int64, sim.Progress)) (SeedResult, error) {
 	src, horizon, err := p.source(doc, seed)
 	if err != nil {
 		return SeedResult{}, err
@@ -124,6 +133,10 @@ func (p *plan) runSeed(doc *Document, seed int64) (SeedResult, error) {
 		tc.TTFTTargets[i] = t.TTFT
 	}
 	cfg.Options.Trace = tc
+	cfg.Options.Series = first && p.level != trace.LevelNone
+	if progress != nil {
+		cfg.Options.Progress = func(sp sim.Progress) { progress(seed, sp) }
+	}
 	res, err := sim.Run(cfg, src)
 	if err != nil {
 		return SeedResult{}, err
@@ -143,6 +156,10 @@ func (p *plan) runSeed(doc *Document, seed int64) (SeedResult, error) {
 	}
 	sr := p.extract(seed, x)
 	sr.trace, sr.names = res.Trace, names
+	if first {
+		sr.dists = metrics.Distributions(res.Collectors, res.Gateway, names)
+		sr.series = res.Series
+	}
 	p.outcome(&sr, &rep.Cluster)
 	return sr, nil
 }

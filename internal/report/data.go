@@ -76,6 +76,9 @@ type QuantilePoint struct {
 type Series struct {
 	// BucketUs is the width of one bucket in µs of simulated time.
 	BucketUs int64 `json:"bucketUs"`
+	// EndUs is the end of the run in µs: the last bucket ends there, so it may be shorter than
+	// BucketUs (its rates and averages are over its own length).
+	EndUs int64 `json:"endUs,omitempty"`
 	// Cluster holds the cluster-wide series.
 	Cluster ClusterSeries `json:"cluster"`
 	// Instances holds one entry per instance, in instance order.
@@ -94,8 +97,9 @@ type ClusterSeries struct {
 }
 
 // InstanceSeries are per-bucket values of one instance; every slice has one value per bucket.
-// A bucket in which the instance took no step carries the last value it had (0 before the
-// first step).
+// The instance's state is sampled after each of its steps and held until its next step; time
+// in which it is idle (no step running) counts as an empty queue and batch with its KV blocks
+// as they were, and time before its first step as 0.
 type InstanceSeries struct {
 	// Name is the instance's name (instance_<i>, as in the metrics).
 	Name string `json:"name"`
