@@ -44,8 +44,8 @@ type chart struct {
 // renders the same on every machine).
 var sansFont = font.Font{Typeface: "Liberation", Variant: "Sans"}
 
-// newPlot returns a plot with the report's look: sans-serif text, a title, axis labels, a
-// light grid and the legend in the top-left corner.
+// newPlot returns a plot with the report's look: sans-serif text, a title, axis labels and a
+// light grid. chartSVG and chartPNG draw its legend beside the plot when it fits.
 func newPlot(title, xLabel, yLabel string) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = title
@@ -65,8 +65,8 @@ func newPlot(title, xLabel, yLabel string) *plot.Plot {
 	p.Legend.YOffs = vg.Points(-4)
 	p.Legend.ThumbnailWidth = vg.Points(18)
 	grid := plotter.NewGrid()
-	grid.Vertical.Color = color.Gray{Y: 225}
-	grid.Horizontal.Color = color.Gray{Y: 225}
+	grid.Vertical.Color = color.Gray{Y: 215}
+	grid.Horizontal.Color = color.Gray{Y: 215}
 	p.Add(grid)
 	return p
 }
@@ -170,7 +170,7 @@ var svgStart = []byte("<svg")
 // fonts (text names the Liberation family), so equal plots give equal bytes.
 func chartSVG(p *plot.Plot, w, h vg.Length) ([]byte, error) {
 	c := vgsvg.New(w, h)
-	p.Draw(draw.New(c))
+	drawPlot(draw.New(c), p)
 	var buf bytes.Buffer
 	if _, err := c.WriteTo(&buf); err != nil {
 		return nil, err
@@ -183,10 +183,40 @@ func chartSVG(p *plot.Plot, w, h vg.Length) ([]byte, error) {
 	return out[i:], nil
 }
 
+// legendGap separates the plot from a legend drawn beside it.
+const legendGap = 10 * vg.Millimeter
+
+// maxLegendShare is the largest share of the chart width a legend beside the plot may take;
+// a wider legend (long names) is drawn inside the plot as gonum does by default.
+const maxLegendShare = 0.35
+
+// drawPlot draws p on dc with its legend in a column to the right of the plot, so that the
+// legend never hides data (gonum draws it over the data area). The legend keeps its entries
+// and text style; its position fields are replaced.
+func drawPlot(dc draw.Canvas, p *plot.Plot) {
+	leg := p.Legend
+	w := leg.Rectangle(dc).Size().X
+	full := dc.Size().X
+	if w == 0 || w+legendGap > vg.Length(maxLegendShare)*full {
+		p.Draw(dc)
+		return
+	}
+	bare := *p
+	bare.Legend = plot.NewLegend()
+	bare.Draw(draw.Crop(dc, 0, -(w + legendGap), 0, 0))
+	top := vg.Length(0)
+	if p.Title.Text != "" {
+		top = p.Title.TextStyle.Rectangle(p.Title.Text).Size().Y + p.Title.Padding
+	}
+	leg.Top, leg.Left = true, true
+	leg.XOffs, leg.YOffs = 0, 0
+	leg.Draw(draw.Crop(dc, full-w-legendGap/2, 0, 0, -top))
+}
+
 // chartPNG renders p as a PNG of w × h points at pngDPI on a white background.
 func chartPNG(p *plot.Plot, w, h vg.Length) ([]byte, error) {
 	c := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(pngDPI), vgimg.UseBackgroundColor(color.White))
-	p.Draw(draw.New(c))
+	drawPlot(draw.New(c), p)
 	var buf bytes.Buffer
 	if _, err := (vgimg.PngCanvas{Canvas: c}).WriteTo(&buf); err != nil {
 		return nil, err

@@ -255,7 +255,7 @@ func (d *Data) Validate() error {
 			return errors.New("series: bucketUs must be > 0")
 		}
 		check := func(what string, v []float64, optional bool) error {
-			if len(v) != n && !(optional && len(v) == 0) {
+			if len(v) != n && (!optional || len(v) != 0) {
 				return fmt.Errorf("series %s has %d values for %d buckets", what, len(v), n)
 			}
 			return nil
