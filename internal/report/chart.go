@@ -96,6 +96,9 @@ type line struct {
 	xy plotter.XYs
 	// emphasis draws the line black, thicker and dashed (the "all" or mean line).
 	emphasis bool
+	// color, when > 0, is 1 + the palette index to use, so that a series keeps its colour
+	// across charts whatever lines precede it (one colour per evaluation in a comparison).
+	color int
 }
 
 // addLines draws the lines on p, colouring the non-emphasised ones in palette order, and
@@ -117,6 +120,9 @@ func addLines(p *plot.Plot, lines []line) ([]string, error) {
 			pl.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
 		} else {
 			pl.Color = lineColor(n)
+			if l.color > 0 {
+				pl.Color = lineColor(l.color - 1)
+			}
 			pl.Width = vg.Points(1.4)
 			n++
 		}
