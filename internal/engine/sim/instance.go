@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"math"
+
 	"github.com/inference-sim/blis-operator/internal/engine/kvcache"
 	"github.com/inference-sim/blis-operator/internal/engine/latency"
 	"github.com/inference-sim/blis-operator/internal/engine/metrics"
@@ -443,71 +445,114 @@ func (s *simulation) step(in *instance, now int64) {
 // blocks run out. It reports whether anything was preempted.
 func (s *simulation) scheduleRunning(in *instance, budget *int64) (preempted bool) {
 	step := int32(in.stepCount)
-	c := in.cfg
-	thr, mml := c.LongPrefillTokenThreshold, c.MaxModelLen
+	mml := in.cfg.MaxModelLen
+	// A decode token of an entry at or past capAt would exceed max-model-len; with no cap,
+	// progress never reaches it.
+	capAt := int32(math.MaxInt32)
+	if mml > 0 {
+		capAt = mml - 1
+	}
+	lazyKV := !s.eagerKV
 	sh := &in.shape
 	work := in.work[:0]
+	// The common case, a decode token that fits in the entry's last block, runs on locals;
+	// they are written back before anything else can read or change the budget or the shape.
+	run, bud := in.running, *budget
+	var decReqs, decCtx int64
 	i := 0
-	for ; i < len(in.running); i++ {
-		if *budget <= 0 {
+	for ; i < len(run); i++ {
+		if bud <= 0 {
 			break
 		}
-		e := &in.running[i]
-		if e.progress < e.input {
-			n := e.input - e.progress
-			if thr > 0 && thr < n {
-				n = thr
-			}
-			n = int32(min(int64(n), *budget))
-			if mml > 0 {
-				n = min(n, max(mml-1-e.progress, 0))
-			}
-			if n == 0 {
-				work = append(work, int32(i)) // at the length cap: completes in execute
-				continue
-			}
-			ok, adj := s.reserve(in, i, n, budget, &preempted)
-			i -= adj
-			if !ok {
-				break
-			}
-			e = &in.running[i]
-			*budget -= int64(n)
-			e.numNew, e.stamp = n, step
-			in.addChunk(e.slot, n, e.progress, e.input)
-			work = append(work, int32(i))
-			continue
-		}
-		// Decoding (requests with fewer than two output tokens finish with their prefill).
-		if mml > 0 && e.progress+1 > mml-1 {
-			work = append(work, int32(i))
-			continue // at the length cap: completes in execute without a token
-		}
-		if e.room > 0 && !s.eagerKV {
-			// Fast path of growDecode: the token fits in the last block.
+		e := &run[i]
+		if p := e.progress; p >= e.input && p < capAt && e.room > 0 && lazyKV {
 			e.room--
 			e.lazy++
-		} else {
-			ok, adj := s.reserve(in, i, 1, budget, &preempted)
-			i -= adj
-			if !ok {
-				break
+			bud--
+			e.numNew, e.stamp = 1, step
+			decReqs++
+			decCtx += int64(p)
+			e.progress = p + 1
+			if p+1 >= e.input+max(e.output, 1)-1 || p+1 >= capAt {
+				work = append(work, int32(i))
 			}
-			e = &in.running[i]
+			continue
 		}
-		*budget--
-		e.numNew, e.stamp = 1, step
-		sh.DecodeRequests++
-		sh.DecodeContext += int64(e.progress)
-		e.progress++
-		if e.progress >= e.input+max(e.output, 1)-1 || (mml > 0 && e.progress >= mml-1) {
-			work = append(work, int32(i))
+		*budget = bud
+		sh.DecodeRequests += decReqs
+		sh.DecodeContext += decCtx
+		decReqs, decCtx = 0, 0
+		var stop bool
+		i, stop = s.scheduleEntry(in, i, budget, &work, &preempted)
+		run, bud = in.running, *budget
+		if stop {
+			break
 		}
 	}
+	*budget = bud
+	sh.DecodeRequests += decReqs
+	sh.DecodeContext += decCtx
 	in.work = work
 	in.brk, in.nSched = i, len(in.running)
 	in.fullScan = preempted || s.eagerKV
 	return preempted
+}
+
+// scheduleEntry is phase 1 for running entry i outside the common case: a prefill chunk, a
+// request at the length cap, or a decode token that needs a new block (which may preempt). It
+// returns the entry's index after any preemption before it, and whether phase 1 stops there
+// (the entry itself was preempted).
+func (s *simulation) scheduleEntry(in *instance, i int, budget *int64, work *[]int32, preempted *bool) (int, bool) {
+	step := int32(in.stepCount)
+	c := in.cfg
+	thr, mml := c.LongPrefillTokenThreshold, c.MaxModelLen
+	e := &in.running[i]
+	if e.progress < e.input {
+		n := e.input - e.progress
+		if thr > 0 && thr < n {
+			n = thr
+		}
+		n = int32(min(int64(n), *budget))
+		if mml > 0 {
+			n = min(n, max(mml-1-e.progress, 0))
+		}
+		if n == 0 {
+			*work = append(*work, int32(i)) // at the length cap: completes in execute
+			return i, false
+		}
+		ok, adj := s.reserve(in, i, n, budget, preempted)
+		i -= adj
+		if !ok {
+			return i, true
+		}
+		e = &in.running[i]
+		*budget -= int64(n)
+		e.numNew, e.stamp = n, step
+		in.addChunk(e.slot, n, e.progress, e.input)
+		*work = append(*work, int32(i))
+		return i, false
+	}
+	// Decoding (requests with fewer than two output tokens finish with their prefill).
+	if mml > 0 && e.progress+1 > mml-1 {
+		*work = append(*work, int32(i))
+		return i, false // at the length cap: completes in execute without a token
+	}
+	ok, adj := s.reserve(in, i, 1, budget, preempted)
+	i -= adj
+	if !ok {
+		return i, true
+	}
+	e = &in.running[i]
+	*budget--
+	e.numNew, e.stamp = 1, step
+	sh := &in.shape
+	sh.DecodeRequests++
+	sh.DecodeContext += int64(e.progress)
+	e.progress++
+	if e.progress >= e.input+max(e.output, 1)-1 || (mml > 0 && e.progress >= mml-1) {
+		*work = append(*work, int32(i))
+	}
+	return i, false
 }
 
 // admitWaiting is phase 2 of batch formation: requests from the head of the wait queue join
