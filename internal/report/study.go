@@ -164,10 +164,12 @@ func studyScatter(sd *StudyData, i, j int, raw bool) (chart, error) {
 	oi, oj := sd.Objectives[i], sd.Objectives[j]
 	p := newPlot(oi.Name+" vs "+oj.Name, studyAxisLabel(oi, raw), studyAxisLabel(oj, raw))
 	var labels []string
+	all := make(plotter.XYs, 0, len(sd.Candidates))
 	var front, dominated, best plotter.XYs
 	for k := range sd.Candidates {
 		c := &sd.Candidates[k]
 		pt := plotter.XY{X: studyValue(c, i, raw), Y: studyValue(c, j, raw)}
+		all = append(all, pt)
 		if c.OnFront {
 			front = append(front, pt)
 		} else {
@@ -214,7 +216,10 @@ func studyScatter(sd *StudyData, i, j int, raw bool) (chart, error) {
 		p.Legend.Add("best score", s)
 		labels = append(labels, "best score")
 	}
-	studyPad(p)
+	logX := raw && studyUseLog(&p.X, all, func(pt plotter.XY) float64 { return pt.X })
+	logY := raw && studyUseLog(&p.Y, all, func(pt plotter.XY) float64 { return pt.Y })
+	studyPadAxis(&p.X, logX)
+	studyPadAxis(&p.Y, logY)
 	caption := fmt.Sprintf("%s against %s for %d candidates: front points (no other candidate is better in every objective) are joined in order of %s; the best fitness score is ringed.",
 		oj.Name, oi.Name, len(sd.Candidates), oi.Name)
 	if !sd.AllCandidates {
@@ -233,16 +238,39 @@ func cmpFloat(a, b float64) int {
 	return 0
 }
 
-// studyPad widens degenerate or tight axis ranges by 5% so points do not sit on the frame.
-func studyPad(p *plot.Plot) {
-	for _, ax := range []*plot.Axis{&p.X, &p.Y} {
-		lo, hi := ax.Min, ax.Max
-		span := hi - lo
-		if span <= 0 || math.IsNaN(span) || math.IsInf(span, 0) {
-			span = math.Max(math.Abs(lo), 1)
+// studyUseLog switches ax to a log scale when every value of the points on it is positive
+// and they span more than logSpread (a factor), so one far outlier does not squash the front
+// into a corner. It reports whether it did.
+func studyUseLog(ax *plot.Axis, pts plotter.XYs, val func(plotter.XY) float64) bool {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, pt := range pts {
+		v := val(pt)
+		if !(v > 0) {
+			return false
 		}
-		ax.Min, ax.Max = lo-0.05*span, hi+0.05*span
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
 	}
+	if len(pts) == 0 || hi/lo <= logSpread {
+		return false
+	}
+	ax.Scale = plot.LogScale{}
+	ax.Tick.Marker = plot.LogTicks{Prec: -1}
+	return true
+}
+
+// studyPadAxis widens an axis range by 5% on each side (by a factor on a log axis) so points
+// do not sit on the frame; a degenerate range gets a width around its value.
+func studyPadAxis(ax *plot.Axis, log bool) {
+	lo, hi := ax.Min, ax.Max
+	if log {
+		ax.Min, ax.Max = lo/1.15, hi*1.15
+		return
+	}
+	span := hi - lo
+	if span <= 0 || math.IsNaN(span) || math.IsInf(span, 0) {
+		span = math.Max(math.Abs(lo), 1)
+	}
+	ax.Min, ax.Max = lo-0.05*span, hi+0.05*span
 }
 
 // studyConvergence draws each generation's best and mean score and the best so far.
@@ -255,9 +283,10 @@ func studyConvergence(sd *StudyData) (chart, error) {
 		dash  bool
 		value func(g *StudyGeneration) *float64
 	}{
-		{"best of generation", studyFrontColor, false, func(g *StudyGeneration) *float64 { return g.Best }},
-		{"mean of generation", studyMeanColor, true, func(g *StudyGeneration) *float64 { return g.Mean }},
+		// Best so far first and wide, so the generation's best stays visible on top of it.
 		{"best so far", studySoFarColor, false, func(g *StudyGeneration) *float64 { return g.BestSoFar }},
+		{"mean of generation", studyMeanColor, true, func(g *StudyGeneration) *float64 { return g.Mean }},
+		{"best of generation", studyFrontColor, false, func(g *StudyGeneration) *float64 { return g.Best }},
 	}
 	for _, s := range series {
 		var xys plotter.XYs
@@ -275,6 +304,9 @@ func studyConvergence(sd *StudyData) (chart, error) {
 			return chart{}, err
 		}
 		l.Color, l.Width = s.col, vg.Points(1.5)
+		if s.col == studySoFarColor {
+			l.Width = vg.Points(4)
+		}
 		if s.dash {
 			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 		}
@@ -283,10 +315,9 @@ func studyConvergence(sd *StudyData) (chart, error) {
 		p.Legend.Add(s.name, l)
 		labels = append(labels, s.name)
 	}
-	studyPad(p)
+	studyPadAxis(&p.X, false)
+	studyPadAxis(&p.Y, false)
 	p.X.Tick.Marker = studyIntTicks{}
-	// The best-so-far line rises to the top right; the legend goes bottom right.
-	p.Legend.Top, p.Legend.Left = false, false
 	caption := fmt.Sprintf("Fitness score per generation over %d generations: the generation's best and mean, and the best of every generation up to it.", len(sd.Convergence))
 	return chart{id: "convergence", caption: caption, labels: labels, plot: p}, nil
 }
@@ -303,7 +334,7 @@ func (studyIntTicks) Ticks(lo, hi float64) []plot.Tick {
 	step := math.Max(1, math.Ceil((last-first)/10))
 	var out []plot.Tick
 	for v := first; v <= last; v += step {
-		out = append(out, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', 0, 64)})
+		out = append(out, plot.Tick{Value: v, Label: strconv.Itoa(int(v))})
 	}
 	return out
 }
@@ -456,7 +487,7 @@ func StudyHTML(w io.Writer, sd *StudyData) error {
 		pg.para("meta", sd.Description)
 	}
 	pg.heading(2, "summary", "Summary")
-	pg.table("study-summary", []string{"", ""}, studySummaryRows(sd), nil)
+	pg.table("study-summary", []string{"study", sd.Name}, studySummaryRows(sd), nil)
 	if len(sd.Missing) > 0 {
 		pg.heading(2, "missing", "Not shown")
 		pg.list("missing", sd.Missing)
