@@ -246,3 +246,37 @@ func TestSeriesReadyInstancesAutoscaled(t *testing.T) {
 		t.Fatalf("ready instances stayed at %v in an autoscaled burst", lo)
 	}
 }
+
+// Disaggregation, a CPU KV tier and a horizon that cuts the run keep the invariants, and
+// recording still changes nothing.
+func TestSeriesDynamicsAndHorizon(t *testing.T) {
+	reqs := determinismWorkload()
+	build := func() *Config {
+		cfg := determinismConfig()
+		for i := range cfg.Instances {
+			cfg.Instances[i].Preemption = ""
+			cfg.Instances[i].BlockSize = 16
+			cfg.Instances[i].CPUTier = &KVTierConfig{CapacityBlocks: 500, BandwidthGBps: 20, BlockBytes: 1 << 17, OffloadThreshold: 0.5}
+		}
+		cfg.PD = &PDConfig{PrefillInstances: 2, BandwidthGBps: 50, BaseLatencyUs: 200, BytesPerToken: 1 << 13}
+		cfg.Horizon = 600_000 // about two thirds of the arrivals
+		return cfg
+	}
+	off := reportJSON(t, build(), reqs)
+	cfg := build()
+	cfg.Options.Series = true
+	if on := reportJSON(t, cfg, reqs); !bytes.Equal(off, on) {
+		t.Fatal("recording series changed the results of a disaggregated run")
+	}
+	res := seriesRun(t, cfg, reqs)
+	var arrived int64
+	for _, r := range reqs {
+		if r.Arrival <= cfg.Horizon {
+			arrived++
+		}
+	}
+	checkSeries(t, cfg, res, arrived)
+	if res.Series.End != cfg.Horizon || res.Series.BucketUs != 2000 {
+		t.Fatalf("series end %d with %d µs buckets, want the horizon %d in 2 ms buckets", res.Series.End, res.Series.BucketUs, cfg.Horizon)
+	}
+}
