@@ -78,6 +78,7 @@ func (s *Series) BucketDuration(i int) int64 {
 // from the start, so recording never allocates.
 type seriesRecorder struct {
 	width       int64
+	horizon     int64 // 0 = none
 	arrivals    []int64
 	completions []int64
 	ready       []int64 // ready instances × µs
@@ -114,6 +115,7 @@ func seriesWidth(horizon int64) int64 {
 func newSeriesRecorder(horizon int64, insts []instance, ready int64) *seriesRecorder {
 	r := &seriesRecorder{
 		width:       seriesWidth(horizon),
+		horizon:     horizon,
 		arrivals:    make([]int64, MaxSeriesBuckets),
 		completions: make([]int64, MaxSeriesBuckets),
 		ready:       make([]int64, MaxSeriesBuckets),
@@ -172,8 +174,15 @@ func merge(a []int64) {
 // arrival counts a cluster arrival at t.
 func (r *seriesRecorder) arrival(t int64) { r.arrivals[r.bucket(t)]++ }
 
-// completion counts a completion at t.
-func (r *seriesRecorder) completion(t int64) { r.completions[r.bucket(t)]++ }
+// completion counts a completion at t. A step that started before the horizon can complete
+// requests after it; they count at the horizon, where the run ends, so that they never widen
+// the buckets.
+func (r *seriesRecorder) completion(t int64) {
+	if r.horizon > 0 {
+		t = min(t, r.horizon)
+	}
+	r.completions[r.bucket(t)]++
+}
 
 // setReady integrates the ready count up to t and holds n from t on.
 func (r *seriesRecorder) setReady(t, n int64) {
