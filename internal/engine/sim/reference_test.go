@@ -2,9 +2,12 @@ package sim
 
 import (
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 
+	"github.com/inference-sim/blis-operator/internal/engine/policy"
 	"github.com/inference-sim/blis-operator/internal/engine/workload"
 )
 
@@ -49,7 +52,87 @@ func scenarios() []scenario {
 			}
 			return c
 		}, genSpec{n: 400, gapUs: 3000, inMean: 250, inStd: 100, outMean: 150, outSd: 80, prefixLen: 48, prefixGroups: 2, poisson: true, seed: 18}, nil},
+		// Tight KV, a small budget, a long-prefill threshold and a length cap together: phase 1
+		// mixes prefill chunks, capped requests, block allocations and preemptions in one step.
+		{"tight-everything", one(func(c *InstanceConfig) {
+			c.TotalKVBlocks, c.MaxNumBatchedTokens, c.LongPrefillTokenThreshold, c.MaxModelLen = 120, 160, 48, 500
+		}), genSpec{n: 200, gapUs: 3000, inMean: 250, inStd: 120, outMean: 200, outSd: 120, seed: 19}, nil},
+		{"tight-priority-capped", one(func(c *InstanceConfig) {
+			c.TotalKVBlocks, c.MaxNumBatchedTokens, c.MaxModelLen, c.Preemption = 100, 96, 400, PreemptPriority
+		}), genSpec{n: 200, gapUs: 3000, inMean: 200, inStd: 100, outMean: 200, outSd: 100, classes: true, seed: 20}, nil},
+		{"no-chunked-prefill", one(func(c *InstanceConfig) {
+			c.DisableChunkedPrefill, c.MaxNumBatchedTokens, c.MaxModelLen, c.TotalKVBlocks = true, 700, 700, 200
+		}), genSpec{n: 200, gapUs: 5000, inMean: 300, inStd: 150, outMean: 150, outSd: 80, seed: 21}, nil},
+		{"policy-victims", func() *Config {
+			ic := testInstance(m)
+			ic.TotalKVBlocks, ic.MaxNumBatchedTokens = 150, 256
+			return &Config{Instances: []InstanceConfig{ic, ic}, Seed: 6,
+				Policy: mustBundle("priority: {policy: slo-based}\npreemption: {policy: priority}\nrouting: {policy: least-loaded}")}
+		}, genSpec{n: 300, gapUs: 2500, inMean: 200, inStd: 80, outMean: 200, outSd: 100, classes: true, seed: 22}, nil},
+		{"cpu-tier", func() *Config {
+			ic := testInstance(m)
+			ic.TotalKVBlocks, ic.MaxNumSeqs = 300, 16
+			ic.CPUTier = &KVTierConfig{CapacityBlocks: 2000, BandwidthGBps: 16, BaseLatencyUs: 50, BlockBytes: 2 << 20, OffloadThreshold: 0.3}
+			return &Config{Instances: []InstanceConfig{ic}, Seed: 7}
+		}, genSpec{n: 300, gapUs: 6000, inMean: 48, inStd: 16, outMean: 60, outSd: 30, prefixLen: 320, prefixGroups: 12, seed: 23}, nil},
+		{"pd", func() *Config {
+			ic := testInstance(m)
+			ic.TotalKVBlocks, ic.MaxNumBatchedTokens = 400, 512
+			return &Config{Instances: []InstanceConfig{ic, ic, ic}, Seed: 8, Router: LeastLoaded,
+				PD: &PDConfig{PrefillInstances: 1, Decider: DecideAlways, BandwidthGBps: 20, BaseLatencyUs: 100, BytesPerToken: 128 << 10}}
+		}, genSpec{n: 250, gapUs: 4000, inMean: 300, inStd: 150, outMean: 120, outSd: 60, seed: 24}, nil},
 	}
+}
+
+// mustBundle parses a policy bundle for a scenario, panicking on a malformed literal.
+func mustBundle(yaml string) *policy.Bundle {
+	b, err := policy.Parse([]byte(yaml))
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// randomScenario draws an instance configuration and workload from seed: KV from very tight to
+// ample, small to large budgets and batches, with or without a long-prefill threshold, a length
+// cap, priority victims, prefix sharing, timeouts and several instances.
+func randomScenario(seed uint64) scenario {
+	rnd := rand.New(rand.NewPCG(seed, 99))
+	pick := func(lo, hi int) int32 { return int32(lo + rnd.IntN(hi-lo+1)) }
+	m := defaultModel()
+	ic := testInstance(m)
+	ic.BlockSize = []int32{8, 16, 32}[rnd.IntN(3)]
+	ic.TotalKVBlocks = pick(60, 1200)
+	ic.MaxNumSeqs = pick(2, 96)
+	ic.MaxNumBatchedTokens = pick(24, 2048)
+	if rnd.IntN(2) == 0 {
+		ic.LongPrefillTokenThreshold = pick(8, 300)
+	}
+	if rnd.IntN(2) == 0 {
+		ic.MaxModelLen = pick(200, 900)
+		ic.TotalKVBlocks = max(ic.TotalKVBlocks, (ic.MaxModelLen+ic.BlockSize-1)/ic.BlockSize)
+	}
+	if rnd.IntN(3) == 0 {
+		ic.Preemption = PreemptPriority
+	}
+	ic.DisablePrefixCaching = rnd.IntN(4) == 0
+	n := 1 + rnd.IntN(3)
+	cfg := &Config{Seed: int64(seed), Router: LeastLoaded}
+	for range n {
+		cfg.Instances = append(cfg.Instances, ic)
+	}
+	sp := genSpec{
+		n: 120 + rnd.IntN(120), gapUs: int64(pick(1000, 12000)), poisson: rnd.IntN(2) == 0,
+		inMean: pick(20, 500), outMean: pick(2, 300), classes: rnd.IntN(2) == 0, seed: seed,
+	}
+	sp.inStd, sp.outSd = sp.inMean/2, sp.outMean/2
+	if rnd.IntN(2) == 0 {
+		sp.prefixLen, sp.prefixGroups = pick(16, 200), 1+rnd.IntN(4)
+	}
+	if rnd.IntN(4) == 0 {
+		sp.timeout = int64(pick(500_000, 5_000_000))
+	}
+	return scenario{name: fmt.Sprintf("random-%d", seed), cfg: func() *Config { return cfg }, spec: sp}
 }
 
 func runScenario(t *testing.T, sc scenario, eager, invariants bool) *Result {
@@ -85,6 +168,39 @@ func TestOptimizedMatchesReference(t *testing.T) {
 				t.Fatalf("optimized and reference results differ\nfast: %s\nref:  %s", a, b)
 			}
 		})
+	}
+}
+
+// TestOptimizedMatchesReferenceRandom repeats the equivalence over randomized configurations,
+// and checks that together they reach every path of batch formation the optimized stepper
+// treats apart from the common decode token.
+func TestOptimizedMatchesReferenceRandom(t *testing.T) {
+	var total InstanceStats
+	for seed := uint64(1); seed <= 40; seed++ {
+		sc := randomScenario(seed)
+		if err := sc.cfg().Validate(); err != nil {
+			t.Fatalf("%s: %v", sc.name, err)
+		}
+		fast := runScenario(t, sc, false, true)
+		ref := runScenario(t, sc, true, true)
+		if !reflect.DeepEqual(fast, ref) {
+			a, _ := json.Marshal(fast.Instances)
+			b, _ := json.Marshal(ref.Instances)
+			t.Fatalf("%s: optimized and reference results differ\nfast: %s\nref:  %s", sc.name, a, b)
+		}
+		for _, st := range fast.Instances {
+			total.Preemptions += st.Preemptions
+			total.DeferredDecodes += st.DeferredDecodes
+			total.TimedOut += st.TimedOut
+			total.PrefixHitTokens += st.PrefixHitTokens
+			total.Completed += st.Completed
+			total.Dropped += st.Dropped
+		}
+	}
+	t.Logf("completed %d preempted %d deferred decodes %d timed out %d dropped %d prefix hits %d",
+		total.Completed, total.Preemptions, total.DeferredDecodes, total.TimedOut, total.Dropped, total.PrefixHitTokens)
+	if total.Preemptions == 0 || total.DeferredDecodes == 0 || total.TimedOut == 0 || total.PrefixHitTokens == 0 || total.Dropped == 0 {
+		t.Errorf("the random configurations miss a mechanism")
 	}
 }
 
