@@ -25,6 +25,8 @@ const (
 	StudyMaxScatters = 6
 	// StudyTopBundles is the number of best candidates whose parameters are compared.
 	StudyTopBundles = 5
+	// studyMaxScatterObjectives is the number of objectives whose pairs are drawn.
+	studyMaxScatterObjectives = 4
 )
 
 // Colours of study charts: strong for the front and the best candidate, light for dominated
@@ -50,17 +52,17 @@ func StudyChartIDs(sd *StudyData) []string {
 	return ids
 }
 
-// studyPairs are the objective pairs drawn: (i, j) with i < j, at most StudyMaxScatters.
+// studyPairs are the objective pairs drawn: (i, j) with i < j among the first four objectives.
 func studyPairs(sd *StudyData) [][2]int {
 	if len(sd.Candidates) == 0 {
 		return nil
 	}
+	// Every pair of the first four objectives is exactly StudyMaxScatters charts.
+	n := min(len(sd.Objectives), studyMaxScatterObjectives)
 	var out [][2]int
-	for i := range sd.Objectives {
-		for j := i + 1; j < len(sd.Objectives); j++ {
-			if len(out) < StudyMaxScatters {
-				out = append(out, [2]int{i, j})
-			}
+	for i := range n {
+		for j := i + 1; j < n; j++ {
+			out = append(out, [2]int{i, j})
 		}
 	}
 	return out

@@ -446,3 +446,32 @@ func TestStudyEmpty(t *testing.T) {
 		t.Errorf("pngs %v %v", paths, err)
 	}
 }
+
+// TestStudyObjectiveCounts: one objective draws no scatter; five draw the six pairs of the
+// first four and say so.
+func TestStudyObjectiveCounts(t *testing.T) {
+	for _, c := range []struct {
+		objectives int
+		scatters   int
+		note       string
+	}{{1, 0, "single objective"}, {2, 1, ""}, {4, 6, ""}, {5, 6, "pairs of the first 4 only"}} {
+		ps := &blisv1alpha1.PolicyStudy{}
+		ps.Name = "n"
+		var fit []float64
+		for k := range c.objectives {
+			ps.Spec.Objectives = append(ps.Spec.Objectives, blisv1alpha1.Objective{Name: "m" + string(rune('a'+k)), Direction: "maximize", Weight: 1})
+			fit = append(fit, float64(k+1)/10)
+		}
+		sd := StudyFromTrials(ps, []StudyTrial{{Trial: study.Trial{Name: "n-g000-000", State: study.Succeeded, Score: 0.5, Objectives: fit}}})
+		ids := StudyChartIDs(sd)
+		if len(ids) != c.scatters+1 || ids[len(ids)-1] != "convergence" {
+			t.Errorf("%d objectives: charts %q", c.objectives, ids)
+		}
+		if c.note != "" && !missingHas(sd, c.note) {
+			t.Errorf("%d objectives: missing %q", c.objectives, sd.Missing)
+		}
+		if c.objectives == 4 && ids[5] != "pareto-mc-vs-md" {
+			t.Errorf("last pair %q", ids[5])
+		}
+	}
+}

@@ -112,6 +112,7 @@ const (
 	missingSpec      = "The source holds no study spec: objective directions and weights and the search space are unknown."
 	missingNone      = "No candidate has succeeded yet: there is nothing to plot."
 	missingOneObj    = "The study has a single objective, so there is no Pareto scatter (the front is the best candidate)."
+	missingManyObj   = "The study has %d objectives; the scatter plots show the pairs of the first %d only (the front flags are over all of them)."
 )
 
 // objectivesOf converts the spec's objectives.
@@ -164,6 +165,8 @@ func (sd *StudyData) finish() {
 		sd.Missing = append(sd.Missing, missingNone)
 	} else if len(sd.Objectives) == 1 {
 		sd.Missing = append(sd.Missing, missingOneObj)
+	} else if len(sd.Objectives) > studyMaxScatterObjectives {
+		sd.Missing = append(sd.Missing, fmt.Sprintf(missingManyObj, len(sd.Objectives), studyMaxScatterObjectives))
 	}
 	var parts []string
 	if sd.Algorithm != "" {
