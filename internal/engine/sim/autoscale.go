@@ -59,8 +59,36 @@ func (d Delay) draw(r *rand.Rand) int64 {
 	return int64(max(math.Round(v), 0))
 }
 
-// AutoscaleConfig turns on autoscaling. Config.Instances then lists MaxReplicas identical
-// replica slots; InitialReplicas of them are ready at time 0 and the others off.
+// PoolBounds bound one pool's active (ready or starting) replicas: 1 <= min <= initial <= max,
+// InitialReplicas 0 meaning MinReplicas. MaxReplicas is the pool's number of instance slots.
+type PoolBounds struct {
+	MinReplicas, MaxReplicas, InitialReplicas int32
+}
+
+func (b PoolBounds) initial() int32 {
+	if b.InitialReplicas == 0 {
+		return b.MinReplicas
+	}
+	return b.InitialReplicas
+}
+
+func (b PoolBounds) validate(pool string) error {
+	init := b.initial()
+	switch {
+	case b.MinReplicas < 1:
+		return fmt.Errorf("autoscaler%s min replicas must be >= 1, got %d", pool, b.MinReplicas)
+	case b.MinReplicas > b.MaxReplicas:
+		return fmt.Errorf("autoscaler%s min replicas (%d) must not exceed max replicas (%d)", pool, b.MinReplicas, b.MaxReplicas)
+	case init < b.MinReplicas || init > b.MaxReplicas:
+		return fmt.Errorf("autoscaler%s initial replicas (%d) must be within [%d, %d]", pool, init, b.MinReplicas, b.MaxReplicas)
+	}
+	return nil
+}
+
+// AutoscaleConfig turns on autoscaling. Config.Instances then lists MaxReplicas replica slots;
+// InitialReplicas of them are ready at time 0 and the others off. With Config.PD each pool is
+// autoscaled on its own: Prefill and Decode give the pools' bounds (their maxima are the pools'
+// slot counts) and MinReplicas, MaxReplicas and InitialReplicas must be 0.
 type AutoscaleConfig struct {
 	// Policy is the autoscale policy template and its parameters.
 	Policy policy.AutoscaleSpec
@@ -84,23 +112,44 @@ type AutoscaleConfig struct {
 	// OscillationWindowUs: a scaling action in the direction opposite to the previous one,
 	// within this time of it, counts as an oscillation (0 = five evaluation intervals).
 	OscillationWindowUs int64
+	// Prefill and Decode bound the pools of a disaggregated cluster (both required with
+	// Config.PD, both nil without).
+	Prefill, Decode *PoolBounds
 }
 
-// Validate checks the autoscaler against a cluster of n replica slots.
+// pooled reports whether the bounds are per pool.
+func (a *AutoscaleConfig) pooled() bool { return a.Prefill != nil || a.Decode != nil }
+
+// Validate checks the autoscaler against a cluster of n replica slots (with per-pool bounds,
+// the two pools' maxima must add up to n).
 func (a *AutoscaleConfig) Validate(n int) error {
-	init := a.InitialReplicas
-	if init == 0 {
-		init = a.MinReplicas
+	if a.pooled() {
+		switch {
+		case a.Prefill == nil || a.Decode == nil:
+			return errors.New("per-pool autoscaling needs the bounds of both the prefill and the decode pool")
+		case a.MinReplicas != 0 || a.MaxReplicas != 0 || a.InitialReplicas != 0:
+			return errors.New("per-pool autoscaling takes the pools' bounds; the cluster-wide min, max and initial replicas must be 0")
+		}
+		if err := a.Prefill.validate(" prefill pool"); err != nil {
+			return err
+		}
+		if err := a.Decode.validate(" decode pool"); err != nil {
+			return err
+		}
+		if int(a.Prefill.MaxReplicas+a.Decode.MaxReplicas) != n {
+			return fmt.Errorf("autoscaler pools' max replicas (%d prefill + %d decode) must equal the number of instance slots (%d)",
+				a.Prefill.MaxReplicas, a.Decode.MaxReplicas, n)
+		}
+	} else {
+		b := PoolBounds{a.MinReplicas, a.MaxReplicas, a.InitialReplicas}
+		if err := b.validate(""); err != nil {
+			return err
+		}
+		if int(a.MaxReplicas) != n {
+			return fmt.Errorf("autoscaler max replicas (%d) must equal the number of instance slots (%d)", a.MaxReplicas, n)
+		}
 	}
 	switch {
-	case a.MinReplicas < 1:
-		return fmt.Errorf("autoscaler min replicas must be >= 1, got %d", a.MinReplicas)
-	case a.MinReplicas > a.MaxReplicas:
-		return fmt.Errorf("autoscaler min replicas (%d) must not exceed max replicas (%d)", a.MinReplicas, a.MaxReplicas)
-	case int(a.MaxReplicas) != n:
-		return fmt.Errorf("autoscaler max replicas (%d) must equal the number of instance slots (%d)", a.MaxReplicas, n)
-	case init < a.MinReplicas || init > a.MaxReplicas:
-		return fmt.Errorf("autoscaler initial replicas (%d) must be within [%d, %d]", init, a.MinReplicas, a.MaxReplicas)
 	case a.IntervalUs <= 0:
 		return fmt.Errorf("autoscaler interval must be > 0, got %d", a.IntervalUs)
 	case a.ScaleUpCooldownUs < 0 || a.ScaleDownCooldownUs < 0:
@@ -129,10 +178,26 @@ func (a *AutoscaleConfig) Validate(n int) error {
 	return nil
 }
 
-// ScaleAction is one autoscaler action: the active replica count went from From to To.
+// ScaleAction is one autoscaler action: the active replica count of a pool went from From to
+// To.
 type ScaleAction struct {
 	Time     int64
 	From, To int32
+	// Pool is "prefill" or "decode" in a disaggregated run, empty otherwise.
+	Pool string
+}
+
+// PoolAutoscaleStats summarizes the autoscaling of one pool of a disaggregated run.
+type PoolAutoscaleStats struct {
+	// Pool is "prefill" or "decode".
+	Pool string
+	// ScaleUps, ScaleDowns and Oscillations count the pool's actions and reversals.
+	ScaleUps, ScaleDowns, Oscillations int64
+	// ReplicaSeconds is the pool's replica time.
+	ReplicaSeconds float64
+	// PeakActive is the pool's largest active count, MinReady its smallest ready count seen at
+	// an evaluation.
+	PeakActive, MinReady int32
 }
 
 // AutoscaleStats summarizes the autoscaler of a run (nil in runs without one).
@@ -145,33 +210,51 @@ type AutoscaleStats struct {
 	// they started (or reactivated from draining) and removed (cancelled or drained).
 	ScaleUps, ScaleDowns           int64
 	ReplicasAdded, ReplicasRemoved int64
-	// Oscillations counts actions reversing the previous action's direction within the
-	// oscillation window.
+	// Oscillations counts actions reversing the previous action's direction (of the same pool)
+	// within the oscillation window.
 	Oscillations int64
 	// ReplicaSeconds is the replica time from each provisioning start to its shutdown (or the
 	// end of the run); Cost prices it at the configured rate per replica hour.
 	ReplicaSeconds, Cost float64
 	// PeakActive is the largest active (ready or starting) replica count; MinReady the
-	// smallest ready count seen at an evaluation.
+	// smallest ready count seen at an evaluation (in a disaggregated run, sums of the pools'
+	// counts at the same evaluation).
 	PeakActive, MinReady int32
 	// Redirected counts requests routed again because their replica was drained, and
 	// DroppedScaledDown requests lost to immediate drains.
 	Redirected, DroppedScaledDown int64
 	// Actions lists every scaling action in time order.
 	Actions []ScaleAction
+	// Pools holds the prefill then the decode pool's figures in a disaggregated run (nil
+	// otherwise).
+	Pools []PoolAutoscaleStats
+}
+
+// scalePool is one independently autoscaled group of instance slots [lo, hi): the whole
+// cluster, or one pool of a disaggregated run.
+type scalePool struct {
+	name   string
+	lo, hi int32
+	bounds PoolBounds
+	pol    policy.AutoscalePolicy
+	// lastAction is the time of the pool's last scaling action (-1: none) and lastDir its
+	// direction.
+	lastAction int64
+	lastDir    int8
+	// ready lists the pool's ready instances in index order (its routable set).
+	ready []int32
+	stats PoolAutoscaleStats
 }
 
 // autoscaler is a run's autoscaling state.
 type autoscaler struct {
 	cfg    *AutoscaleConfig
-	pol    policy.AutoscalePolicy
 	rng    *rand.Rand
 	drain  DrainPolicy
 	window int64
-	// lastAction is the time of the last scaling action (-1: none) and lastDir its direction.
-	lastAction int64
-	lastDir    int8
-	// ready lists the ready instances in index order (the routable set).
+	pools  []scalePool
+	// ready lists the ready instances of the cluster (the routable set of a run without
+	// disaggregation).
 	ready []int32
 	// pendingLife counts scheduled lifecycle transitions; idleEvals counts evaluations since
 	// the workload ended and the cluster became idle; lives points at every instance's state.
@@ -181,17 +264,13 @@ type autoscaler struct {
 	stats       AutoscaleStats
 }
 
-// newAutoscaler sets up autoscaling for s (cfg.Autoscale non-nil): initial replicas ready, the
-// rest off, and the first evaluation.
+// newAutoscaler sets up autoscaling for s (cfg.Autoscale non-nil): each pool's initial
+// replicas ready, the rest off, and the first evaluation.
 func (s *simulation) newAutoscaler(streams *rng.Partitioned) error {
 	a := s.cfg.Autoscale
-	pol, err := policy.NewAutoscalePolicy(a.Policy)
-	if err != nil {
-		return err
-	}
 	as := &autoscaler{
-		cfg: a, pol: pol, rng: streams.Stream(AutoscalerStream), drain: a.Drain,
-		window: a.OscillationWindowUs, lastAction: -1,
+		cfg: a, rng: streams.Stream(AutoscalerStream), drain: a.Drain,
+		window: a.OscillationWindowUs,
 	}
 	if as.drain == "" {
 		as.drain = DrainWait
@@ -199,20 +278,35 @@ func (s *simulation) newAutoscaler(streams *rng.Partitioned) error {
 	if as.window == 0 {
 		as.window = 5 * a.IntervalUs
 	}
-	init := a.InitialReplicas
-	if init == 0 {
-		init = a.MinReplicas
+	if a.pooled() {
+		np := a.Prefill.MaxReplicas
+		as.pools = []scalePool{
+			{name: "prefill", lo: 0, hi: np, bounds: *a.Prefill},
+			{name: "decode", lo: np, hi: int32(len(s.insts)), bounds: *a.Decode},
+		}
+	} else {
+		as.pools = []scalePool{{lo: 0, hi: int32(len(s.insts)), bounds: PoolBounds{a.MinReplicas, a.MaxReplicas, a.InitialReplicas}}}
 	}
-	as.stats.Policy = pol.Name()
-	as.stats.PeakActive = init
-	as.stats.MinReady = init
-	for i := range s.insts {
-		in := &s.insts[i]
-		if int32(i) < init {
-			in.life = lifeReady
-			in.onSince = 0
-		} else {
-			in.life = lifeOff
+	for k := range as.pools {
+		p := &as.pools[k]
+		pol, err := policy.NewAutoscalePolicy(a.Policy)
+		if err != nil {
+			return err
+		}
+		p.pol, p.lastAction = pol, -1
+		init := p.bounds.initial()
+		p.stats = PoolAutoscaleStats{Pool: p.name, PeakActive: init, MinReady: init}
+		as.stats.Policy = pol.Name()
+		as.stats.PeakActive += init
+		as.stats.MinReady += init
+		for i := p.lo; i < p.hi; i++ {
+			in := &s.insts[i]
+			if i-p.lo < init {
+				in.life = lifeReady
+				in.onSince = 0
+			} else {
+				in.life = lifeOff
+			}
 		}
 	}
 	s.as = as
@@ -224,11 +318,19 @@ func (s *simulation) newAutoscaler(streams *rng.Partitioned) error {
 	return nil
 }
 
-// observe gathers the autoscaler's observables.
-func (s *simulation) observeCluster(o *policy.AutoscaleObservables) {
-	*o = policy.AutoscaleObservables{Now: s.now, SlotsPerReplica: s.insts[0].cfg.MaxNumSeqs}
+// poolOf returns the scaling pool of instance i.
+func (as *autoscaler) poolOf(i int32) *scalePool {
+	if len(as.pools) > 1 && i >= as.pools[1].lo {
+		return &as.pools[1]
+	}
+	return &as.pools[0]
+}
+
+// observePool gathers the autoscaler's observables over the instances of pool p.
+func (s *simulation) observePool(p *scalePool, o *policy.AutoscaleObservables) {
+	*o = policy.AutoscaleObservables{Now: s.now, SlotsPerReplica: s.insts[p.lo].cfg.MaxNumSeqs}
 	var kv float64
-	for i := range s.insts {
+	for i := p.lo; i < p.hi; i++ {
 		in := &s.insts[i]
 		switch in.life {
 		case lifeReady:
@@ -248,26 +350,37 @@ func (s *simulation) observeCluster(o *policy.AutoscaleObservables) {
 	}
 }
 
-// onAutoscale is one evaluation: observe, decide, apply the bounds and cooldowns, actuate, and
-// schedule the next evaluation (while anything can still change, or up to the horizon).
+// onAutoscale is one evaluation: for each pool, observe, decide, apply the bounds and
+// cooldowns, and actuate; then schedule the next evaluation (while anything can still change,
+// or up to the horizon).
 func (s *simulation) onAutoscale() {
 	as := s.as
 	a := as.cfg
 	as.stats.Evaluations++
-	var o policy.AutoscaleObservables
-	s.observeCluster(&o)
-	as.stats.MinReady = min(as.stats.MinReady, o.Ready)
-	cur := o.Ready + o.Starting
-	want := min(max(as.pol.Desired(&o), a.MinReplicas), a.MaxReplicas)
-	since := s.now - as.lastAction
-	switch {
-	case want > cur && (as.lastAction < 0 || since >= a.ScaleUpCooldownUs):
-		s.scaleUp(want - cur)
-		s.recordAction(cur, want, 1)
-	case want < cur && (as.lastAction < 0 || since >= a.ScaleDownCooldownUs):
-		s.scaleDown(cur - want)
-		s.recordAction(cur, want, -1)
+	var ready, active int32
+	for k := range as.pools {
+		p := &as.pools[k]
+		var o policy.AutoscaleObservables
+		s.observePool(p, &o)
+		p.stats.MinReady = min(p.stats.MinReady, o.Ready)
+		ready += o.Ready
+		cur := o.Ready + o.Starting
+		want := min(max(p.pol.Desired(&o), p.bounds.MinReplicas), p.bounds.MaxReplicas)
+		since := s.now - p.lastAction
+		switch {
+		case want > cur && (p.lastAction < 0 || since >= a.ScaleUpCooldownUs):
+			s.scaleUp(p, want-cur)
+			s.recordAction(p, cur, want, 1)
+			cur = want
+		case want < cur && (p.lastAction < 0 || since >= a.ScaleDownCooldownUs):
+			s.scaleDown(p, cur-want)
+			s.recordAction(p, cur, want, -1)
+			cur = want
+		}
+		active += cur
 	}
+	as.stats.MinReady = min(as.stats.MinReady, ready)
+	as.stats.PeakActive = max(as.stats.PeakActive, active)
 	if s.invariants && s.err == nil {
 		s.err = s.checkScaleBounds()
 	}
@@ -283,66 +396,88 @@ func (s *simulation) onAutoscale() {
 
 // keepEvaluating reports whether the autoscaler evaluates again. While requests are in flight
 // or still to come it always does. Once the workload is over and the cluster idle, it goes on
-// until the cluster has settled at its minimum, or for as many evaluations as scaling down
-// from max to min can take with the scale-down cooldown (plus one oscillation window), so a
-// run without a horizon ends and one with a horizon is not padded with idle evaluations.
+// until every pool has settled at its minimum, or for as many evaluations as scaling a pool
+// down from max to min can take with the scale-down cooldown (plus one oscillation window), so
+// a run without a horizon ends and one with a horizon is not padded with idle evaluations.
 func (as *autoscaler) keepEvaluating() bool {
 	if as.idleEvals == 0 {
 		return true
 	}
 	a := as.cfg
-	var active int32
-	for _, l := range as.lives {
-		if *l == lifeReady || *l == lifeProvisioning || *l == lifeWarming {
-			active++
+	settled := as.pendingLife == 0
+	var limit int64
+	for k := range as.pools {
+		p := &as.pools[k]
+		var active int32
+		for _, l := range as.lives[p.lo:p.hi] {
+			if *l == lifeReady || *l == lifeProvisioning || *l == lifeWarming {
+				active++
+			}
 		}
+		settled = settled && active <= p.bounds.MinReplicas
+		limit = max(limit, int64(p.bounds.MaxReplicas-p.bounds.MinReplicas+1)*(a.ScaleDownCooldownUs/a.IntervalUs+1))
 	}
-	if active <= a.MinReplicas && as.pendingLife == 0 {
+	if settled {
 		return false
 	}
-	limit := int64(a.MaxReplicas-a.MinReplicas+1)*(a.ScaleDownCooldownUs/a.IntervalUs+1) + as.window/a.IntervalUs
-	return as.idleEvals <= limit
+	return as.idleEvals <= limit+as.window/a.IntervalUs
 }
 
-// recordAction counts a scaling action from cur to want replicas in direction dir.
-func (s *simulation) recordAction(cur, want int32, dir int8) {
+// recordAction counts a scaling action of pool p from cur to want replicas in direction dir.
+func (s *simulation) recordAction(p *scalePool, cur, want int32, dir int8) {
 	as := s.as
-	st := &as.stats
+	st, ps := &as.stats, &p.stats
 	if dir > 0 {
 		st.ScaleUps++
+		ps.ScaleUps++
 	} else {
 		st.ScaleDowns++
+		ps.ScaleDowns++
 	}
-	if as.lastAction >= 0 && as.lastDir == -dir && s.now-as.lastAction <= as.window {
+	if p.lastAction >= 0 && p.lastDir == -dir && s.now-p.lastAction <= as.window {
 		st.Oscillations++
+		ps.Oscillations++
 	}
-	as.lastAction, as.lastDir = s.now, dir
-	st.PeakActive = max(st.PeakActive, want)
-	st.Actions = append(st.Actions, ScaleAction{Time: s.now, From: cur, To: want})
+	p.lastAction, p.lastDir = s.now, dir
+	ps.PeakActive = max(ps.PeakActive, want)
+	st.Actions = append(st.Actions, ScaleAction{Time: s.now, From: cur, To: want, Pool: p.name})
 }
 
-// checkScaleBounds verifies that the active replicas are within the bounds and at least one
-// replica is ready (test mode).
+// checkScaleBounds verifies that every pool's active replicas are within its bounds, that each
+// pool keeps a ready replica, and that the routable sets are the ready replicas (test mode).
 func (s *simulation) checkScaleBounds() error {
-	var active, ready int32
-	for i := range s.insts {
-		switch s.insts[i].life {
-		case lifeReady:
-			ready++
-			active++
-		case lifeProvisioning, lifeWarming:
-			active++
+	as := s.as
+	var readyAll int
+	for k := range as.pools {
+		p := &as.pools[k]
+		var active, ready int32
+		for i := p.lo; i < p.hi; i++ {
+			switch s.insts[i].life {
+			case lifeReady:
+				ready++
+				active++
+			case lifeProvisioning, lifeWarming:
+				active++
+			}
 		}
+		name := p.name
+		if name == "" {
+			name = "cluster"
+		}
+		b := p.bounds
+		if active < b.MinReplicas || active > b.MaxReplicas {
+			return fmt.Errorf("invariant scale_bounds: %s: %d active replicas outside [%d, %d]", name, active, b.MinReplicas, b.MaxReplicas)
+		}
+		if ready < 1 {
+			return fmt.Errorf("invariant scale_bounds: %s: no ready replica", name)
+		}
+		if int(ready) != len(p.ready) {
+			return fmt.Errorf("invariant scale_bounds: %s: %d ready replicas, routable set has %d", name, ready, len(p.ready))
+		}
+		readyAll += int(ready)
 	}
-	a := s.as.cfg
-	if active < a.MinReplicas || active > a.MaxReplicas {
-		return fmt.Errorf("invariant scale_bounds: %d active replicas outside [%d, %d]", active, a.MinReplicas, a.MaxReplicas)
-	}
-	if ready < 1 {
-		return errors.New("invariant scale_bounds: no ready replica")
-	}
-	if int(ready) != len(s.as.ready) {
-		return fmt.Errorf("invariant scale_bounds: %d ready replicas, routable set has %d", ready, len(s.as.ready))
+	if readyAll != len(as.ready) {
+		return fmt.Errorf("invariant scale_bounds: %d ready replicas, routable set has %d", readyAll, len(as.ready))
 	}
 	return nil
 }
@@ -359,6 +494,11 @@ func (s *simulation) finishAutoscale(end int64) {
 	st := as.stats
 	st.Cost = st.ReplicaSeconds / 3600 * as.cfg.CostPerReplicaHour
 	st.Actions = append([]ScaleAction(nil), st.Actions...)
+	if len(as.pools) > 1 {
+		for k := range as.pools {
+			st.Pools = append(st.Pools, as.pools[k].stats)
+		}
+	}
 	s.res.Autoscale = &st
 	if s.res.Trace != nil {
 		s.res.Trace.Anomalies.ScaleOscillations = st.Oscillations
@@ -368,7 +508,9 @@ func (s *simulation) finishAutoscale(end int64) {
 // addReplicaTime adds in's replica time from its start to end.
 func (s *simulation) addReplicaTime(in *instance, end int64) {
 	if end > in.onSince {
-		s.as.stats.ReplicaSeconds += float64(end-in.onSince) / 1e6
+		d := float64(end-in.onSince) / 1e6
+		s.as.stats.ReplicaSeconds += d
+		s.as.poolOf(in.idx).stats.ReplicaSeconds += d
 	}
 	in.onSince = end
 }

@@ -166,6 +166,38 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// validatePD checks disaggregation against the instances and the autoscaler: the pools' KV
+// block sizes must match (a transferred prompt keeps its block layout), and with autoscaling
+// each pool is scaled on its own within bounds whose maxima are the pools' sizes.
+func (c *Config) validatePD() error {
+	p := c.PD
+	if err := p.Validate(len(c.Instances)); err != nil {
+		return err
+	}
+	pb, db := c.Instances[0].BlockSize, c.Instances[p.PrefillInstances].BlockSize
+	for i := range c.Instances {
+		want, pool := pb, "prefill"
+		if i >= p.PrefillInstances {
+			want, pool = db, "decode"
+		}
+		if c.Instances[i].BlockSize != want {
+			return fmt.Errorf("instance %d: the %s pool's instances must share one KV block size (%d and %d tokens)", i, pool, want, c.Instances[i].BlockSize)
+		}
+	}
+	if pb != db {
+		return fmt.Errorf("the prefill pool's KV block size (%d tokens) differs from the decode pool's (%d): KV transfer between pools needs equal block sizes", pb, db)
+	}
+	a := c.Autoscale
+	switch {
+	case a == nil:
+	case !a.pooled():
+		return errors.New("an autoscaled disaggregated cluster scales each pool on its own: give the prefill and decode pools' bounds (Autoscale.Prefill, Autoscale.Decode) instead of cluster-wide ones")
+	case int(a.Prefill.MaxReplicas) != p.PrefillInstances:
+		return fmt.Errorf("the prefill pool's max replicas (%d) must equal its instance slots (%d)", a.Prefill.MaxReplicas, p.PrefillInstances)
+	}
+	return nil
+}
+
 // validate checks everything but the bundle's contents, which building the run's pipeline
 // checks anyway (so a run compiles its CEL programs once).
 func (c *Config) validate() error {
@@ -191,12 +223,11 @@ func (c *Config) validate() error {
 		}
 	}
 	if c.PD != nil {
-		if err := c.PD.Validate(len(c.Instances)); err != nil {
+		if err := c.validatePD(); err != nil {
 			return err
 		}
-		if c.Autoscale != nil {
-			return errors.New("prefill/decode disaggregation with autoscaling is not simulated")
-		}
+	} else if c.Autoscale != nil && c.Autoscale.pooled() {
+		return errors.New("per-pool autoscaling bounds need prefill/decode disaggregation")
 	}
 	if c.Policy == nil {
 		return nil

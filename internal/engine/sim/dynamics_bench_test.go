@@ -62,3 +62,40 @@ func BenchmarkSimBDisaggregated(b *testing.B) {
 		b.Fatalf("completed %d of %d", completed, benchB.requests)
 	}
 }
+
+// BenchmarkSimBAllDynamics is workload B with all three cluster dynamics on: 2 + 2 prefill and
+// decode slots (always disaggregate, 25 GB/s link), each pool autoscaled on its own
+// (queue-depth, 1..2 replicas, both ready at first, evaluations every second, the
+// BenchmarkSimBDynamics delays; each pool scales down once) and a CPU KV tier on every instance: the speed criterion against
+// BenchmarkSimB (within 2x).
+func BenchmarkSimBAllDynamics(b *testing.B) {
+	inst := benchInstance(b)
+	inst.CPUTier = &KVTierConfig{CapacityBlocks: 50_000, BandwidthGBps: 32, BaseLatencyUs: 20, BlockBytes: 2 << 20}
+	cfg := benchConfig(benchB, inst)
+	cfg.PD = &PDConfig{PrefillInstances: 2, Decider: DecideAlways, BandwidthGBps: 25, BaseLatencyUs: 50, BytesPerToken: 128 << 10}
+	cfg.Autoscale = &AutoscaleConfig{
+		Policy:     policy.AutoscaleSpec{Template: policy.AutoscaleQueueDepth},
+		Prefill:    &PoolBounds{MinReplicas: 1, MaxReplicas: 2, InitialReplicas: 2},
+		Decode:     &PoolBounds{MinReplicas: 1, MaxReplicas: 2, InitialReplicas: 2},
+		IntervalUs: 1_000_000, ScaleDownCooldownUs: 30_000_000,
+		Provisioning: Delay{MeanUs: 30_000_000}, ModelLoad: Delay{MeanUs: 20_000_000}, Warmup: Delay{MeanUs: 5_000_000},
+	}
+	b.ReportAllocs()
+	var completed int64
+	var as *AutoscaleStats
+	for b.Loop() {
+		res, err := Run(cfg, benchSource(b, benchB))
+		if err != nil {
+			b.Fatal(err)
+		}
+		completed = 0
+		for i := range res.Instances {
+			completed += res.Instances[i].Completed
+		}
+		as = res.Autoscale
+	}
+	if completed != benchB.requests {
+		b.Fatalf("completed %d of %d", completed, benchB.requests)
+	}
+	b.ReportMetric(float64(as.ScaleUps+as.ScaleDowns), "scale-actions")
+}

@@ -26,12 +26,17 @@ var lifeNames = [...]string{"ready", "off", "provisioning", "warming", "draining
 
 func (l lifeState) String() string { return lifeNames[l] }
 
-// rebuildReady recomputes the routable set.
+// rebuildReady recomputes the routable sets: the cluster's and each pool's.
 func (as *autoscaler) rebuildReady(insts []instance) {
 	as.ready = as.ready[:0]
-	for i := range insts {
-		if insts[i].life == lifeReady {
-			as.ready = append(as.ready, int32(i))
+	for k := range as.pools {
+		p := &as.pools[k]
+		p.ready = p.ready[:0]
+		for i := p.lo; i < p.hi; i++ {
+			if insts[i].life == lifeReady {
+				p.ready = append(p.ready, i)
+				as.ready = append(as.ready, i)
+			}
 		}
 	}
 }
@@ -51,14 +56,11 @@ func (s *simulation) setLife(in *instance, l lifeState, delay int64) {
 	}
 }
 
-// scaleUp adds k replicas: draining replicas are reactivated first (they are warm), then off
-// replica slots start provisioning, lowest index first.
-func (s *simulation) scaleUp(k int32) {
+// scaleUp adds k replicas to pool p: draining replicas are reactivated first (they are warm),
+// then off replica slots start provisioning, lowest index first.
+func (s *simulation) scaleUp(p *scalePool, k int32) {
 	as := s.as
-	for i := range s.insts {
-		if k == 0 {
-			return
-		}
+	for i := p.lo; i < p.hi && k > 0; i++ {
 		in := &s.insts[i]
 		if in.life == lifeDraining {
 			s.setLife(in, lifeReady, -1)
@@ -66,10 +68,7 @@ func (s *simulation) scaleUp(k int32) {
 			k--
 		}
 	}
-	for i := range s.insts {
-		if k == 0 {
-			return
-		}
+	for i := p.lo; i < p.hi && k > 0; i++ {
 		in := &s.insts[i]
 		if in.life == lifeOff {
 			in.onSince = s.now
@@ -80,11 +79,13 @@ func (s *simulation) scaleUp(k int32) {
 	}
 }
 
-// scaleDown removes k replicas: starting replicas are cancelled first (latest slot first), then
-// ready replicas with the fewest requests in flight (ties: the highest index) are drained.
-func (s *simulation) scaleDown(k int32) {
+// scaleDown removes k replicas from pool p: starting replicas are cancelled first (latest slot
+// first), then ready replicas with the fewest requests in flight (ties: the highest index) are
+// drained. The pool's last ready replica is never drained, so a disaggregated request always
+// finds a ready instance of the pool it is routed to (handoffs always land).
+func (s *simulation) scaleDown(p *scalePool, k int32) {
 	as := s.as
-	for i := len(s.insts) - 1; i >= 0 && k > 0; i-- {
+	for i := p.hi - 1; i >= p.lo && k > 0; i-- {
 		in := &s.insts[i]
 		if in.life == lifeProvisioning || in.life == lifeWarming {
 			s.shutdown(in)
@@ -92,10 +93,10 @@ func (s *simulation) scaleDown(k int32) {
 			k--
 		}
 	}
-	for ; k > 0 && len(as.ready) > 1; k-- {
+	for ; k > 0 && len(p.ready) > 1; k-- {
 		best := int32(-1)
 		var bestLoad int32
-		for _, i := range as.ready {
+		for _, i := range p.ready {
 			in := &s.insts[i]
 			load := in.pending + in.waitQ.live + int32(len(in.running))
 			if best < 0 || load <= bestLoad {
@@ -252,10 +253,10 @@ type restriction struct {
 // instance may take it (runs without autoscaling or disaggregation).
 func (s *simulation) routable(slot int32) []int32 {
 	switch {
-	case s.as != nil:
-		return s.as.ready
 	case s.pd != nil:
 		return s.pd.routable(s, slot)
+	case s.as != nil:
+		return s.as.ready
 	}
 	return nil
 }

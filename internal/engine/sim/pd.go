@@ -102,10 +102,12 @@ type disagg struct {
 	stats           PDStats
 }
 
+// newDisagg sets up disaggregation after the autoscaler (if any), whose pools must be the
+// prefill and decode pools (Run validates this; the check guards direct setups).
 func (s *simulation) newDisagg() error {
 	c := s.cfg.PD
-	if s.cfg.Autoscale != nil {
-		return errors.New("prefill/decode disaggregation with autoscaling is not simulated")
+	if s.as != nil && (len(s.as.pools) != 2 || int(s.as.pools[1].lo) != c.PrefillInstances) {
+		return errors.New("an autoscaled disaggregated cluster needs per-pool autoscaling bounds matching the prefill pool")
 	}
 	d := &disagg{cfg: c, decider: c.Decider}
 	if d.decider == "" {
@@ -135,6 +137,19 @@ func (d *disagg) routable(s *simulation, slot int32) []int32 {
 		}
 	}
 	if r.pd == pdPrefill {
+		return d.pool(s, 0)
+	}
+	return d.pool(s, 1)
+}
+
+// pool returns the routable instances of the prefill (k = 0) or decode (k = 1) pool: all of
+// them, or with autoscaling the pool's ready ones (never empty: the autoscaler keeps a ready
+// replica in each pool).
+func (d *disagg) pool(s *simulation, k int) []int32 {
+	if s.as != nil {
+		return s.as.pools[k].ready
+	}
+	if k == 0 {
 		return d.prefill
 	}
 	return d.decode
@@ -153,7 +168,7 @@ func (d *disagg) disaggregate(s *simulation, r *reqState) bool {
 	}
 	// prefix-threshold: the prompt tokens the best decode instance would have to compute.
 	var best int32
-	for _, i := range d.decode {
+	for _, i := range d.pool(s, 1) {
 		in := &s.insts[i]
 		if in.cfg.DisablePrefixCaching {
 			continue
@@ -187,6 +202,10 @@ func (s *simulation) handoff(in *instance, slot int32, done int64) {
 	d.stats.TransferUs += arrive - done
 	d.stats.LinkWaitUs += start - done
 	s.heap.push(arrive, evRouting, -1, slot)
+	if s.as != nil && in.life == lifeDraining {
+		// The request left like a completed one: a draining instance may now be idle.
+		s.maybeShutdown(in)
+	}
 }
 
 // admitTransferred admits a request whose prompt KV arrived by transfer: blocks for the prompt

@@ -1,10 +1,13 @@
 package sim
 
 import (
+	"math"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/inference-sim/blis-operator/internal/engine/metrics"
+	"github.com/inference-sim/blis-operator/internal/engine/policy"
 	"github.com/inference-sim/blis-operator/internal/engine/workload"
 )
 
@@ -137,6 +140,235 @@ func TestPDValidation(t *testing.T) {
 		pd := c.pd
 		if _, err := Run(pdCluster(&pd), &sliceSource{}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want %q", c.pd, err, c.want)
+		}
+	}
+}
+
+// pdAutoscaled is 3 prefill and 3 decode slots of a small instance (8 sequences each), one of
+// each ready at first, each pool autoscaled on its own within [1, 3] with the autoscaledCluster
+// delays and cooldown. The prefill pool has its own, slower hardware (three times the prefill
+// cost per token), so a burst of long prompts loads it.
+func pdAutoscaled(spec policy.AutoscaleSpec, drain DrainPolicy) *Config {
+	cfg := autoscaledCluster(spec, drain)
+	ic := cfg.Instances[0]
+	ic.TotalKVBlocks = 2000
+	pre := ic
+	pre.Latency = &linearModel{base: 1000, perPrefill: 20, perDecode: 100}
+	cfg.Instances = []InstanceConfig{pre, pre, pre, ic, ic, ic}
+	a := cfg.Autoscale
+	a.MinReplicas, a.MaxReplicas = 0, 0
+	a.Prefill = &PoolBounds{MinReplicas: 1, MaxReplicas: 3}
+	a.Decode = &PoolBounds{MinReplicas: 1, MaxReplicas: 3}
+	cfg.PD = &PDConfig{PrefillInstances: 3, Decider: DecideAlways, BandwidthGBps: 25, BaseLatencyUs: 100, BytesPerToken: 128 << 10}
+	cfg.Options.CheckInvariants = true
+	return cfg
+}
+
+// pdBurst is a light load (1 request/s) for 10 s, a burst (40 requests/s) for burst seconds,
+// then the light load for 10 s; 4,096-token prompts and 128-token outputs, so both pools see
+// load.
+func pdBurst(burst int64) []workload.Request {
+	var reqs []workload.Request
+	add := func(from, to, gap int64) {
+		for t := from; t < to; t += gap {
+			reqs = append(reqs, workload.Request{ID: uint64(len(reqs)), Arrival: t, InputLen: 4096, OutputLen: 128})
+		}
+	}
+	add(0, 10*sec, sec)
+	add(10*sec, (10+burst)*sec, sec/40)
+	add((10+burst)*sec, (20+burst)*sec, sec)
+	return reqs
+}
+
+// runPDWatching runs cfg and reports whether a request was ever routed to an instance that was
+// not ready or not in the pool of its phase (prefill requests to the prefill pool, transferred
+// and local ones to the decode pool).
+func runPDWatching(t *testing.T, cfg *Config, reqs []workload.Request) (*Result, bool) {
+	t.Helper()
+	s := mustSim(t, cfg, &sliceSource{reqs: reqs})
+	bad := false
+	np := int32(cfg.PD.PrefillInstances)
+	s.observe = func(ev event) {
+		if ev.kind() != evRouting {
+			return
+		}
+		r := &s.slab.reqs[ev.req]
+		if r.inst < 0 {
+			return
+		}
+		inPrefill := r.inst < np
+		if s.insts[r.inst].life != lifeReady || inPrefill != (r.pd == pdPrefill) {
+			t.Logf("request %d (phase %d) routed to instance %d (%s) at %d", r.id, r.pd, r.inst, s.insts[r.inst].life, s.now)
+			bad = true
+		}
+	}
+	if err := s.run(); err != nil {
+		t.Fatal(err)
+	}
+	return s.res, bad
+}
+
+func TestPDAutoscaleScalesEachPool(t *testing.T) {
+	cfg := pdAutoscaled(policy.AutoscaleSpec{Template: policy.AutoscaleThreshold}, DrainWait)
+	reqs := pdBurst(20)
+	res, bad := runPDWatching(t, cfg, reqs)
+	as := res.Autoscale
+	t.Logf("%+v", as.Pools)
+	if bad {
+		t.Error("a request was routed to a non-ready instance or to the wrong pool")
+	}
+	if len(as.Pools) != 2 || as.Pools[0].Pool != "prefill" || as.Pools[1].Pool != "decode" {
+		t.Fatalf("pool stats %+v", as.Pools)
+	}
+	var ups, downs int64
+	var secs float64
+	for k, p := range as.Pools {
+		if p.ScaleUps == 0 || p.ScaleDowns == 0 {
+			t.Errorf("%s pool: want scale-ups and scale-downs, got %d and %d", p.Pool, p.ScaleUps, p.ScaleDowns)
+		}
+		if p.PeakActive < 2 || p.PeakActive > 3 || p.MinReady < 1 {
+			t.Errorf("%s pool: peak %d, min ready %d", p.Pool, p.PeakActive, p.MinReady)
+		}
+		ups, downs, secs = ups+p.ScaleUps, downs+p.ScaleDowns, secs+p.ReplicaSeconds
+		_ = k
+	}
+	if ups != as.ScaleUps || downs != as.ScaleDowns || math.Abs(secs-as.ReplicaSeconds) > 1e-6 {
+		t.Errorf("pool sums %d/%d/%.3f != cluster %d/%d/%.3f", ups, downs, secs, as.ScaleUps, as.ScaleDowns, as.ReplicaSeconds)
+	}
+	// Every action stays within its pool's bounds, and the last of each pool brings it back to 1.
+	last := map[string]ScaleAction{}
+	for _, a := range as.Actions {
+		if a.Pool != "prefill" && a.Pool != "decode" {
+			t.Fatalf("action without a pool: %+v", a)
+		}
+		if a.From < 1 || a.From > 3 || a.To < 1 || a.To > 3 {
+			t.Errorf("action %+v outside [1, 3]", a)
+		}
+		last[a.Pool] = a
+	}
+	for pool, a := range last {
+		if a.To != 1 {
+			t.Errorf("%s pool's last action %+v should return it to 1 replica", pool, a)
+		}
+	}
+	// Request conservation across pools: every request is prefilled on the prefill pool, handed
+	// off once and completed on the decode pool.
+	var handed, prefillDone, decodeDone int64
+	for i := range res.Instances {
+		if i < 3 {
+			handed += res.Instances[i].HandedOff
+			prefillDone += res.Instances[i].Completed
+		} else {
+			decodeDone += res.Instances[i].Completed
+		}
+	}
+	n := int64(len(reqs))
+	if res.PD.Disaggregated != n || res.PD.Transfers != n || handed != n || prefillDone != 0 || decodeDone != n {
+		t.Errorf("disaggregated %d, transfers %d, handed off %d, completed %d (prefill) + %d (decode) of %d",
+			res.PD.Disaggregated, res.PD.Transfers, handed, prefillDone, decodeDone, n)
+	}
+}
+
+// TestPDAutoscaleDrainPolicies runs the oscillator on both pools (a scaling action at every
+// evaluation) with each drain policy, so instances of both pools are drained while prefills
+// run and transfers are on the link. The invariants (each pool within its bounds with a ready
+// replica, request conservation with hand-offs and redirects, single KV ownership) are checked
+// after every event; every request ends exactly once.
+func TestPDAutoscaleDrainPolicies(t *testing.T) {
+	for _, drain := range []DrainPolicy{DrainWait, DrainRedirect, DrainImmediate} {
+		t.Run(string(drain), func(t *testing.T) {
+			cfg := pdAutoscaled(policy.AutoscaleSpec{Template: policy.AutoscaleOscillator}, drain)
+			// Replicas ready within an interval, so a scale-down after a scale-up drains a
+			// ready replica (instead of cancelling a starting one).
+			a := cfg.Autoscale
+			a.ScaleDownCooldownUs = 0
+			a.Provisioning, a.ModelLoad, a.Warmup = Delay{MeanUs: sec / 5}, Delay{MeanUs: sec / 5}, Delay{MeanUs: sec / 10}
+			a.Decode.InitialReplicas = 2
+			reqs := pdBurst(8)
+			res, bad := runPDWatching(t, cfg, reqs)
+			if bad {
+				t.Error("a request was routed to a non-ready instance or to the wrong pool")
+			}
+			as := res.Autoscale
+			var done, dropped, redirected, outcomes int64
+			for i := range res.Instances {
+				st := &res.Instances[i]
+				done += st.Completed
+				dropped += st.DroppedScaledDown
+				redirected += st.Redirected
+				outcomes += st.Completed + st.TimedOut + st.Dropped + st.StillQueued + st.StillRunning
+			}
+			t.Logf("%s: completed %d, drain-dropped %d, redirected %d, oscillations %d, %+v", drain, done, dropped, redirected, as.Oscillations, as.Pools)
+			if outcomes+res.Unrouted != int64(len(reqs)) {
+				t.Errorf("outcomes %d + unrouted %d != %d requests", outcomes, res.Unrouted, len(reqs))
+			}
+			if as.Pools[0].Oscillations == 0 || as.Pools[1].Oscillations == 0 {
+				t.Errorf("oscillator: pool oscillations %d and %d", as.Pools[0].Oscillations, as.Pools[1].Oscillations)
+			}
+			switch drain {
+			case DrainImmediate:
+				if dropped == 0 {
+					t.Error("immediate drains dropped nothing")
+				}
+			case DrainRedirect:
+				if redirected == 0 || dropped != 0 {
+					t.Errorf("redirect drains: %d redirected, %d dropped", redirected, dropped)
+				}
+			case DrainWait:
+				if done != int64(len(reqs)) {
+					t.Errorf("wait drains completed %d of %d", done, len(reqs))
+				}
+			}
+		})
+	}
+}
+
+func TestPDAutoscaleDeterministic(t *testing.T) {
+	run := func() *Result {
+		cfg := pdAutoscaled(policy.AutoscaleSpec{Template: policy.AutoscaleThreshold}, DrainRedirect)
+		cfg.Autoscale.Provisioning.StddevUs = 2 * sec
+		cfg.Options.CheckInvariants = false
+		res, err := Run(cfg, &sliceSource{reqs: pdBurst(20)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	a, b := run(), run()
+	if !reflect.DeepEqual(a.Autoscale, b.Autoscale) || !reflect.DeepEqual(a.Records, b.Records) || !reflect.DeepEqual(a.PD, b.PD) {
+		t.Error("two runs of the same autoscaled P/D input differ")
+	}
+}
+
+func TestPDAutoscaleValidation(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		mod  func(*Config)
+		want string
+	}{
+		{"cluster-wide bounds", func(c *Config) {
+			c.Autoscale.Prefill, c.Autoscale.Decode = nil, nil
+			c.Autoscale.MinReplicas, c.Autoscale.MaxReplicas = 2, 6
+		}, "scales each pool on its own"},
+		{"both bounds", func(c *Config) { c.Autoscale.MinReplicas = 1 }, "cluster-wide min, max and initial replicas must be 0"},
+		{"one pool", func(c *Config) { c.Autoscale.Decode = nil }, "both the prefill and the decode pool"},
+		{"pool min>max", func(c *Config) { c.Autoscale.Decode.MinReplicas = 4 }, "decode pool min replicas (4) must not exceed max replicas (3)"},
+		{"pool min 0", func(c *Config) { c.Autoscale.Prefill.MinReplicas = 0 }, "prefill pool min replicas must be >= 1"},
+		{"slots", func(c *Config) { c.Autoscale.Decode.MaxReplicas = 2 }, "must equal the number of instance slots (6)"},
+		{"prefill slots", func(c *Config) { c.Autoscale.Prefill.MaxReplicas, c.Autoscale.Decode.MaxReplicas = 2, 4 }, "prefill pool's max replicas (2) must equal its instance slots (3)"},
+		{"no pd", func(c *Config) { c.PD = nil }, "need prefill/decode disaggregation"},
+		{"block sizes", func(c *Config) {
+			for i := 3; i < 6; i++ {
+				c.Instances[i].BlockSize = 32
+			}
+		}, "KV transfer between pools needs equal block sizes"},
+		{"mixed pool", func(c *Config) { c.Instances[1].BlockSize = 32 }, "instance 1: the prefill pool's instances must share one KV block size"},
+	} {
+		cfg := pdAutoscaled(policy.AutoscaleSpec{}, DrainWait)
+		c.mod(cfg)
+		_, err := Run(cfg, &sliceSource{})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
 		}
 	}
 }
