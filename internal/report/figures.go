@@ -75,9 +75,15 @@ func reportCDF(d *Data, i int) (chart, bool, error) {
 	return cdfFigure(m.id, m.title+" CDF", caption, lines)
 }
 
-// bucketSeconds is the time in seconds of the middle of bucket i.
+// bucketSeconds is the time in seconds of the middle of bucket i (the last bucket ends at
+// EndUs when it is set, so it may be shorter).
 func bucketSeconds(s *Series, i int) float64 {
-	return (float64(i) + 0.5) * float64(s.BucketUs) / 1e6
+	start := float64(i) * float64(s.BucketUs)
+	end := start + float64(s.BucketUs)
+	if s.EndUs > 0 && float64(s.EndUs) > start && float64(s.EndUs) < end {
+		end = float64(s.EndUs)
+	}
+	return (start + end) / 2 / 1e6
 }
 
 // seriesXY pairs the values with their buckets' times.

@@ -12,8 +12,8 @@ import (
 	blisv1alpha1 "github.com/inference-sim/blis-operator/api/v1alpha1"
 )
 
-// ErrPolicyStudy is returned (wrapped) by Read for a PolicyStudy object: it is a study, not an
-// evaluation, and has a report of its own.
+// ErrPolicyStudy is returned (wrapped) by Read for a PolicyStudy object or status and for
+// study report data: a study is not an evaluation and has a report of its own (ReadStudy).
 var ErrPolicyStudy = errors.New("the input is a PolicyStudy, not an evaluation")
 
 // resultConfigMapKey is the data key of an operator result ConfigMap that holds the engine
@@ -43,7 +43,7 @@ type engineResult struct {
 // Everything but Data carries only the status, so the result is FromStatus's: headline
 // numbers, classes, anomalies and the trace summary, with Missing saying the distributions and
 // time series need a re-run. Name is left empty when the input does not name the evaluation.
-// A PolicyStudy gives an error wrapping ErrPolicyStudy.
+// A study (PolicyStudy object or status, StudyData) gives an error wrapping ErrPolicyStudy.
 func Read(r io.Reader) (*Data, error) {
 	raw, err := io.ReadAll(r)
 	if err != nil {
@@ -64,13 +64,19 @@ func Read(r io.Reader) (*Data, error) {
 		}
 		return s
 	}
+	studyKeys := probe["searchHash"] != nil || probe["paretoFront"] != nil || probe["best"] != nil ||
+		probe["convergence"] != nil || probe["generation"] != nil
 	switch {
+	case str("version") == StudyDataVersion:
+		return nil, fmt.Errorf("%w: study report data", ErrPolicyStudy)
 	case str("version") != "":
 		return readData(js, str("version"))
 	case str("kind") != "":
 		return readObject(js, str("apiVersion"), str("kind"))
-	case probe["status"] != nil && (probe["engineVersion"] != nil || probe["reason"] != nil):
+	case probe["engineVersion"] != nil && (probe["status"] != nil || probe["reason"] != nil):
 		return readEngineResult(js)
+	case studyKeys && probe["metrics"] == nil:
+		return nil, fmt.Errorf("%w: a PolicyStudy status", ErrPolicyStudy)
 	case probe["metrics"] != nil || probe["inputHash"] != nil || probe["engineVersion"] != nil ||
 		probe["traceSummary"] != nil || probe["phase"] != nil:
 		var st blisv1alpha1.EvaluationStatus
