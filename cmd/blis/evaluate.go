@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
 	blisv1alpha1 "github.com/inference-sim/blis-operator/api/v1alpha1"
@@ -69,10 +70,20 @@ combined_score.`,
 	}
 	fl := cmd.Flags()
 	fl.SortFlags = false
-	fl.StringArrayVarP(&f.files, "filename", "f", nil, "manifest or BLIS file (repeatable; - reads standard input)")
-	fl.StringVar(&f.evaluation, "evaluation", "", "name of the Evaluation to run when the files hold several")
+	addEvaluationInputFlags(fl, f)
 	fl.StringVarP(&f.output, "output", "o", "yaml", "output encoding: yaml or json")
 	fl.StringVar(&f.format, "format", "status", "output: status, gepa ({score, reflection}) or openevolve (flat metrics)")
+	fl.StringVar(&f.writeInput, "write-input", "", "also write the resolved input (the file blis engine reads) here")
+	fl.StringVar(&f.traceOutput, "trace-output", "", "also write every seed's kept trace records (JSON) here")
+	return cmd
+}
+
+// addEvaluationInputFlags registers the flags that choose and adjust the Evaluation to run
+// (files, cluster from flags, seeds, request count, horizon, parallelism, trace settings):
+// blis evaluate, report and compare share them, and loadEvaluation reads them.
+func addEvaluationInputFlags(fl *pflag.FlagSet, f *evaluateFlags) {
+	fl.StringArrayVarP(&f.files, "filename", "f", nil, "manifest or BLIS file (repeatable; - reads standard input)")
+	fl.StringVar(&f.evaluation, "evaluation", "", "name of the Evaluation to run when the files hold several")
 	fl.StringVar(&f.model, "model", "", "model of a cluster built from flags (catalog name)")
 	fl.StringVar(&f.hardware, "hardware", "", "GPU of the cluster built from flags")
 	fl.IntVar(&f.tp, "tp", 0, "tensor parallelism of the cluster built from flags")
@@ -80,24 +91,26 @@ combined_score.`,
 	fl.Int64SliceVar(&f.seeds, "seeds", nil, "seeds (comma-separated), replacing the Evaluation's")
 	fl.Int64Var(&f.numRequests, "num-requests", 0, "request count, replacing the Evaluation's and the workload's")
 	fl.Int64Var(&f.horizon, "horizon", 0, "simulated duration in µs, replacing the Evaluation's and the workload's")
-	fl.StringVar(&f.writeInput, "write-input", "", "also write the resolved input (the file blis engine reads) here")
 	fl.IntVar(&f.parallelism, "parallelism", 0, "seeds simulated at once (0 = number of CPUs)")
 	fl.StringVar(&f.traceLevel, "trace-level", "", "trace level (none, decisions, full), replacing the Evaluation's")
 	fl.StringVar(&f.strategy, "summary-strategy", "", "trace summary strategy (issue_focused, decision_audit, counterfactual, pattern_mining)")
 	fl.Int32Var(&f.summaryTokens, "summary-max-tokens", 0, "trace summary budget in estimated tokens (100-4000)")
-	fl.StringVar(&f.traceOutput, "trace-output", "", "also write every seed's kept trace records (JSON) here")
-	return cmd
 }
 
 // loadEvaluation reads the files (or the embedded default) and resolves the chosen Evaluation.
 func loadEvaluation(stdin io.Reader, cmd *cobra.Command, f *evaluateFlags) (string, *evaluation.Resolved, error) {
+	return loadEvaluationWith(stdin, cmd, f, nil)
+}
+
+// readManifests reads the files (- is stdin), or the embedded default when there are none.
+func readManifests(stdin io.Reader, files []string) (evaluation.Manifests, error) {
 	var m evaluation.Manifests
-	if len(f.files) == 0 {
+	if len(files) == 0 {
 		if err := m.Add(evaluation.DefaultManifestName, evaluation.DefaultManifests()); err != nil {
-			return "", nil, err
+			return m, err
 		}
 	}
-	for _, name := range f.files {
+	for _, name := range files {
 		var data []byte
 		var err error
 		if name == "-" {
@@ -106,11 +119,23 @@ func loadEvaluation(stdin io.Reader, cmd *cobra.Command, f *evaluateFlags) (stri
 			data, err = os.ReadFile(name)
 		}
 		if err != nil {
-			return "", nil, err
+			return m, err
 		}
 		if err := m.Add(name, data); err != nil {
-			return "", nil, err
+			return m, err
 		}
+	}
+	return m, nil
+}
+
+// loadEvaluationWith is loadEvaluation with edit (when not nil) applied to the manifests and
+// the chosen Evaluation after the flags' overrides and before its inputs are gathered: blis
+// report raises the trace level there, and blis compare puts each bundle in.
+func loadEvaluationWith(stdin io.Reader, cmd *cobra.Command, f *evaluateFlags,
+	edit func(m *evaluation.Manifests, ev *blisv1alpha1.Evaluation) error) (string, *evaluation.Resolved, error) {
+	m, err := readManifests(stdin, f.files)
+	if err != nil {
+		return "", nil, err
 	}
 	fl := cmd.Flags()
 	if f.model == "" && (fl.Changed("hardware") || fl.Changed("tp") || fl.Changed("num-instances")) {
@@ -154,6 +179,11 @@ func loadEvaluation(stdin io.Reader, cmd *cobra.Command, f *evaluateFlags) (stri
 	}
 	if fl.Changed("summary-max-tokens") {
 		ev.Spec.Trace.SummaryMaxTokens = f.summaryTokens
+	}
+	if edit != nil {
+		if err := edit(&m, &ev); err != nil {
+			return "", nil, err
+		}
 	}
 	in, err := m.Inputs(ev, os.ReadFile)
 	if err != nil {
