@@ -127,7 +127,10 @@ spec:
 	}
 }
 
-func TestEvaluateDisaggregatedSampleIsUnsupported(t *testing.T) {
+// TestEvaluateDisaggregatedAutoscaledSample: the llama70b-pd sample (prefill and decode pools,
+// the decode pool autoscaled within its own bounds, a CPU KV tier) evaluates, with replica time
+// from the autoscaler.
+func TestEvaluateDisaggregatedAutoscaledSample(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "pd.yaml")
 	manifest := `apiVersion: blis.inference-sim.io/v1alpha1
@@ -141,10 +144,17 @@ spec:
 	if err := os.WriteFile(path, []byte(manifest), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := append(sampleFiles(t), "-f", path, "--evaluation", "pd")
-	_, _, err := evaluateCLI(t, args...)
-	if err == nil || !strings.Contains(err.Error(), "SimulatedCluster llama70b-pd: spec.pools[0].role") {
-		t.Errorf("P/D cluster: %v", err)
+	args := append(sampleFiles(t), "-f", path, "--evaluation", "pd", "--num-requests", "60", "-o", "json")
+	out, _, err := evaluateCLI(t, args...)
+	if err != nil {
+		t.Fatalf("P/D cluster: %v", err)
+	}
+	var st blisv1alpha1.EvaluationStatus
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Metrics == nil || st.Metrics.CompletedRequests == 0 || st.Metrics.ReplicaSeconds <= 0 {
+		t.Fatalf("metrics %+v", st.Metrics)
 	}
 }
 

@@ -43,8 +43,8 @@ func TestValidatingReconcilers(t *testing.T) {
 
 	good := testCluster(ns, "good")
 	bad := testCluster(ns, "bad")
-	bad.Spec.Pools = []blisv1alpha1.ReplicaPoolSpec{{Name: "p", Role: blisv1alpha1.PoolPrefill, Replicas: 1}, {Name: "d", Role: blisv1alpha1.PoolDecode, Replicas: 1}}
-	bad.Spec.Autoscaling = &blisv1alpha1.AutoscalingSpec{MinReplicas: 2, MaxReplicas: 4} // P/D pools do not autoscale in this engine version
+	memGiB := 96.0
+	bad.Spec.Hardware = &blisv1alpha1.HardwareSpec{MemoryGiB: &memGiB} // per-field GPU overrides are not simulated
 	pol := testPolicy(ns, "policy")
 	missingCM := testPolicy(ns, "from-configmap")
 	missingCM.Spec.BlisConfigMapRef = &blisv1alpha1.ConfigMapKeyReference{Name: "absent", Key: "policy.yaml"}
@@ -58,12 +58,12 @@ func TestValidatingReconcilers(t *testing.T) {
 		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == o.Generation &&
 			o.Status.TotalGPUs == 2 && o.Status.KVBlocksPerReplica > 0, describeConds(o.Status.Conditions)
 	})
-	eventually(t, "SimulatedCluster bad not Ready, naming the pool role", func() (bool, string) {
+	eventually(t, "SimulatedCluster bad not Ready, naming the hardware field", func() (bool, string) {
 		var o blisv1alpha1.SimulatedCluster
 		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(bad), &o)
 		c := meta.FindStatusCondition(o.Status.Conditions, blisv1alpha1.ConditionReady)
 		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == ReasonUnsupported &&
-			strings.Contains(c.Message, "SimulatedCluster bad") && strings.Contains(c.Message, "pools[0].role"), describeConds(o.Status.Conditions)
+			strings.Contains(c.Message, "SimulatedCluster bad") && strings.Contains(c.Message, "spec.hardware"), describeConds(o.Status.Conditions)
 	})
 	eventually(t, "PolicyBundle Ready with a content hash", func() (bool, string) {
 		var o blisv1alpha1.PolicyBundle
@@ -211,25 +211,25 @@ func TestInvalidInputs(t *testing.T) {
 		t.Fatalf("Accepted: %+v", a)
 	}
 
-	// A P/D cluster that also autoscales is not simulated: the cluster is not Ready, the
+	// A cluster with per-field GPU overrides is not simulated: the cluster is not Ready, the
 	// Evaluation waits on it.
 	pd := testCluster(ns, "pd")
-	pd.Spec.Pools = []blisv1alpha1.ReplicaPoolSpec{{Name: "p", Role: blisv1alpha1.PoolPrefill, Replicas: 1}, {Name: "d", Role: blisv1alpha1.PoolDecode, Replicas: 1}}
-	pd.Spec.Autoscaling = &blisv1alpha1.AutoscalingSpec{MinReplicas: 2, MaxReplicas: 4}
+	memGiB := 96.0
+	pd.Spec.Hardware = &blisv1alpha1.HardwareSpec{MemoryGiB: &memGiB}
 	create(t, pd)
 	onPD := testEval(ns, "on-pd", blisv1alpha1.ExecutorInProcess)
 	onPD.Spec.ClusterRef.Name = "pd"
 	create(t, onPD)
 	// The Evaluation may first wait for the cluster's validation; once the cluster is found
 	// invalid, its message names the field at fault.
-	eventually(t, "Evaluation on-pd waits naming pools[0].role", func() (bool, string) {
+	eventually(t, "Evaluation on-pd waits naming the hardware field", func() (bool, string) {
 		var e blisv1alpha1.Evaluation
 		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "on-pd"}, &e); err != nil {
 			return false, err.Error()
 		}
 		c := meta.FindStatusCondition(e.Status.Conditions, ConditionAccepted)
 		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == ReasonReferenceNotReady &&
-			strings.Contains(c.Message, "pools[0].role"), describeEval(&e)
+			strings.Contains(c.Message, "spec.hardware"), describeEval(&e)
 	})
 
 	// An inline cluster that is invalid in the same way fails the Evaluation (its spec cannot change).
@@ -238,7 +238,7 @@ func TestInvalidInputs(t *testing.T) {
 	inline.Spec.Cluster = pd.Spec.DeepCopy()
 	create(t, inline)
 	ev = waitCondition(t, ns, "inline-pd", blisv1alpha1.ConditionFailed, metav1.ConditionTrue, ReasonUnsupported)
-	if c := meta.FindStatusCondition(ev.Status.Conditions, blisv1alpha1.ConditionFailed); !strings.Contains(c.Message, "spec.cluster.pools[0].role") {
+	if c := meta.FindStatusCondition(ev.Status.Conditions, blisv1alpha1.ConditionFailed); !strings.Contains(c.Message, "spec.cluster.hardware") {
 		t.Fatalf("message %q does not name the field at fault", c.Message)
 	}
 }

@@ -129,6 +129,16 @@ type AutoscalingDoc struct {
 	DrainPolicy string `json:"drainPolicy,omitempty"`
 	// CostPerReplicaHour prices replica time.
 	CostPerReplicaHour float64 `json:"costPerReplicaHour,omitempty"`
+	// Prefill and Decode bound the pools of a disaggregated cluster, each autoscaled on its own
+	// (nil otherwise); MinReplicas and MaxReplicas are then their sums.
+	Prefill *PoolBoundsDoc `json:"prefill,omitempty"`
+	Decode  *PoolBoundsDoc `json:"decode,omitempty"`
+}
+
+// PoolBoundsDoc bounds the active replicas of one pool of an autoscaled disaggregated cluster.
+type PoolBoundsDoc struct {
+	MinReplicas int `json:"minReplicas"`
+	MaxReplicas int `json:"maxReplicas"`
 }
 
 // WorkloadDoc is the resolved workload: a generated workload spec or a trace to replay.

@@ -48,3 +48,61 @@ func TestEvaluationDisaggregation(t *testing.T) {
 		}
 	}
 }
+
+// TestEvaluationDisaggregationAutoscaled: each of the prefill and decode pools is autoscaled
+// within its own minReplicas/maxReplicas, and the cluster's autoscaling bounds must be their
+// sums.
+func TestEvaluationDisaggregationAutoscaled(t *testing.T) {
+	in := autoscaledInputs(t, "oscillator", "redirect")
+	one, two := int32(1), int32(2)
+	c := in.Cluster.DeepCopy()
+	c.Spec.Pools = []blisv1alpha1.ReplicaPoolSpec{
+		{Name: "d", Role: blisv1alpha1.PoolDecode, Replicas: 1, MinReplicas: &one, MaxReplicas: &two},
+		{Name: "p", Role: blisv1alpha1.PoolPrefill, Replicas: 1, MinReplicas: &one, MaxReplicas: &two},
+	}
+	c.Spec.Autoscaling.MinReplicas, c.Spec.Autoscaling.MaxReplicas = 2, 4
+	in.Cluster = c
+	r := mustResolve(t, in)
+	a := r.Document.Cluster.Autoscaling
+	if a == nil || a.Prefill == nil || a.Decode == nil || *a.Prefill != (PoolBoundsDoc{1, 2}) || *a.Decode != (PoolBoundsDoc{1, 2}) {
+		t.Fatalf("document autoscaling %+v", a)
+	}
+	p := r.plan
+	if p.pd.PrefillInstances != 2 || p.autoscale.Prefill.InitialReplicas != 1 || p.autoscale.Decode.InitialReplicas != 1 {
+		t.Fatalf("plan: %d prefill slots, autoscale %+v", p.pd.PrefillInstances, *p.autoscale)
+	}
+	res, err := Run(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := res.Status()
+	if st.Metrics == nil || st.Metrics.CompletedRequests == 0 || st.Metrics.ReplicaSeconds <= 0 {
+		t.Fatalf("metrics %+v", st.Metrics)
+	}
+	if st.Anomalies == nil || st.Anomalies.ScaleOscillations == 0 {
+		t.Errorf("the oscillator on both pools raised no oscillations: %+v", st.Anomalies)
+	}
+
+	for _, bad := range []struct {
+		name string
+		mod  func(c *blisv1alpha1.SimulatedClusterSpec)
+		want string
+	}{
+		{"cluster max", func(c *blisv1alpha1.SimulatedClusterSpec) { c.Autoscaling.MaxReplicas = 5 }, "autoscaling.maxReplicas: on a disaggregated cluster must equal the sum"},
+		{"cluster min", func(c *blisv1alpha1.SimulatedClusterSpec) { c.Autoscaling.MinReplicas = 1 }, "autoscaling.minReplicas: on a disaggregated cluster must equal the sum"},
+		{"pool without a ready replica", func(c *blisv1alpha1.SimulatedClusterSpec) {
+			zero := int32(0)
+			c.Pools[0].MinReplicas = &zero
+			c.Autoscaling.MinReplicas = 1
+		}, "decode pools' minReplicas must add up to >= 1"},
+		{"replicas outside pool bounds", func(c *blisv1alpha1.SimulatedClusterSpec) { c.Pools[1].Replicas = 3 }, "pools[1]: replicas (3) must be within"},
+	} {
+		in := autoscaledInputs(t, "oscillator", "redirect")
+		cc := c.DeepCopy()
+		bad.mod(&cc.Spec)
+		in.Cluster = cc
+		if _, err := Resolve(in); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s: error %v, want %q", bad.name, err, bad.want)
+		}
+	}
+}

@@ -205,6 +205,9 @@ func (p *plan) config(doc *Document, seed int64, horizon int64) *sim.Config {
 		a := *p.autoscale
 		cfg.Autoscale = &a
 		n = int(a.MaxReplicas)
+		if a.Prefill != nil {
+			n = int(a.Prefill.MaxReplicas + a.Decode.MaxReplicas)
+		}
 	}
 	cfg.Instances = make([]sim.InstanceConfig, n)
 	for i := range cfg.Instances {
@@ -318,7 +321,10 @@ const defaultAutoscaleIntervalUs = 15_000_000
 
 // autoscaleConfig builds the engine's autoscaler from the cluster's bounds and delays and the
 // bundle's autoscaler block (interval, stabilization windows as cooldowns, template).
-func autoscaleConfig(a *AutoscalingDoc, replicas int, b *policy.Autoscaler) (*sim.AutoscaleConfig, string, error) {
+//
+// On a disaggregated cluster (pd non-nil) each pool is autoscaled within its own bounds and
+// starts with its own replicas; the prefill pool's slots come first.
+func autoscaleConfig(a *AutoscalingDoc, replicas int, pd *PDDoc, b *policy.Autoscaler) (*sim.AutoscaleConfig, string, error) {
 	spec, err := b.Spec()
 	if err != nil {
 		return nil, "", err
@@ -344,8 +350,21 @@ func autoscaleConfig(a *AutoscalingDoc, replicas int, b *policy.Autoscaler) (*si
 		Drain:               sim.DrainPolicy(a.DrainPolicy),
 		CostPerReplicaHour:  a.CostPerReplicaHour,
 	}
-	cfg := sim.Config{Autoscale: ac, Instances: make([]sim.InstanceConfig, a.MaxReplicas)}
-	if err := cfg.Autoscale.Validate(len(cfg.Instances)); err != nil {
+	slots := a.MaxReplicas
+	switch {
+	case pd != nil && (a.Prefill == nil || a.Decode == nil):
+		return nil, "", errors.New("autoscaling: a disaggregated cluster needs the prefill and decode pools' bounds (autoscaling.prefill, autoscaling.decode)")
+	case pd == nil && (a.Prefill != nil || a.Decode != nil):
+		return nil, "", errors.New("autoscaling: prefill and decode bounds need prefill/decode disaggregation (cluster.pd)")
+	case pd != nil:
+		if a.Prefill.MinReplicas+a.Decode.MinReplicas != a.MinReplicas || a.Prefill.MaxReplicas+a.Decode.MaxReplicas != a.MaxReplicas {
+			return nil, "", fmt.Errorf("autoscaling: minReplicas (%d) and maxReplicas (%d) must be the sums of the prefill and decode pools' bounds", a.MinReplicas, a.MaxReplicas)
+		}
+		ac.MinReplicas, ac.MaxReplicas, ac.InitialReplicas = 0, 0, 0
+		ac.Prefill = &sim.PoolBounds{MinReplicas: int32(a.Prefill.MinReplicas), MaxReplicas: int32(a.Prefill.MaxReplicas), InitialReplicas: int32(pd.PrefillReplicas)}
+		ac.Decode = &sim.PoolBounds{MinReplicas: int32(a.Decode.MinReplicas), MaxReplicas: int32(a.Decode.MaxReplicas), InitialReplicas: int32(replicas - pd.PrefillReplicas)}
+	}
+	if err := ac.Validate(slots); err != nil {
 		return nil, "", err
 	}
 	return ac, note, nil
@@ -357,11 +376,17 @@ func (p *plan) setAutoscale(doc *Document, b *policy.Bundle, notes *[]string) er
 	if a == nil {
 		return nil
 	}
-	ac, note, err := autoscaleConfig(a, doc.Cluster.Replicas, &b.Autoscaler)
+	ac, note, err := autoscaleConfig(a, doc.Cluster.Replicas, doc.Cluster.PD, &b.Autoscaler)
 	if note != "" {
 		*notes = append(*notes, note)
 	}
 	p.autoscale = ac
+	if err == nil && ac.Prefill != nil {
+		// The prefill pool's slots are its maximum; its initial replicas start ready.
+		pd := *p.pd
+		pd.PrefillInstances = int(ac.Prefill.MaxReplicas)
+		p.pd = &pd
+	}
 	return err
 }
 

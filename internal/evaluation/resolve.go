@@ -330,6 +330,11 @@ func resolveCluster(o owner, s *blisv1alpha1.SimulatedClusterSpec) (ClusterDoc, 
 		if err != nil {
 			return d, nil, err
 		}
+		if pd != nil {
+			if ad.Prefill, ad.Decode, err = resolvePoolBounds(o, s); err != nil {
+				return d, nil, err
+			}
+		}
 		d.Autoscaling = ad
 	}
 	if obs := s.Observability; obs != nil {
@@ -513,9 +518,6 @@ func resolvePools(o owner, s *blisv1alpha1.SimulatedClusterSpec) (int, *PDDoc, [
 		return 0, nil, nil, o.err(ReasonUnsupported, "pools", errors.New("monolithic pools beside prefill and decode pools are not simulated; requests the decider keeps local run on the decode pool"))
 	case prefill == 0 || decode == 0:
 		return 0, nil, nil, o.err(ReasonInvalidSpec, "pools", fmt.Errorf("disaggregation needs prefill and decode replicas, got %d prefill and %d decode", prefill, decode))
-	case s.Autoscaling != nil:
-		return 0, nil, nil, o.err(ReasonUnsupported, fmt.Sprintf("pools[%d].role", firstPD),
-			errors.New("prefill and decode pools with autoscaling are not simulated by this engine version; remove autoscaling or use monolithic pools"))
 	}
 	pd := &PDDoc{PrefillReplicas: prefill, Decider: "always", BandwidthGBps: 25}
 	if t := s.KVTransfer; t != nil {
@@ -535,6 +537,50 @@ func resolvePools(o owner, s *blisv1alpha1.SimulatedClusterSpec) (int, *PDDoc, [
 	}
 	notes = append(notes, "pools: prefill and decode replicas share the cluster's model, GPU, engine settings and latency model")
 	return total, pd, notes, nil
+}
+
+// resolvePoolBounds maps the prefill and decode pools' minReplicas/maxReplicas (absent: the
+// pool's replicas, a pool that does not scale) onto each role's bounds. The cluster's
+// autoscaling minReplicas and maxReplicas must equal the sums, so the cluster-wide block and
+// the pools never disagree; its delays, drain policy and cost apply to both pools.
+func resolvePoolBounds(o owner, s *blisv1alpha1.SimulatedClusterSpec) (*PoolBoundsDoc, *PoolBoundsDoc, error) {
+	pre, dec := &PoolBoundsDoc{}, &PoolBoundsDoc{}
+	for i, p := range s.Pools {
+		b := pre
+		if p.Role == blisv1alpha1.PoolDecode {
+			b = dec
+		}
+		lo, hi := int(p.Replicas), int(p.Replicas)
+		if p.MinReplicas != nil {
+			lo = int(*p.MinReplicas)
+		}
+		if p.MaxReplicas != nil {
+			hi = int(*p.MaxReplicas)
+		}
+		if lo > int(p.Replicas) || int(p.Replicas) > hi {
+			return nil, nil, o.err(ReasonInvalidSpec, fmt.Sprintf("pools[%d]", i), fmt.Errorf("replicas (%d) must be within [minReplicas, maxReplicas] = [%d, %d]", p.Replicas, lo, hi))
+		}
+		b.MinReplicas += lo
+		b.MaxReplicas += hi
+	}
+	for _, r := range []struct {
+		role string
+		b    *PoolBoundsDoc
+	}{{"prefill", pre}, {"decode", dec}} {
+		if r.b.MinReplicas < 1 {
+			return nil, nil, o.err(ReasonInvalidSpec, "pools", fmt.Errorf("the %s pools' minReplicas must add up to >= 1 (each pool keeps a ready replica), got %d", r.role, r.b.MinReplicas))
+		}
+	}
+	a := s.Autoscaling
+	if int(a.MinReplicas) != pre.MinReplicas+dec.MinReplicas {
+		return nil, nil, o.err(ReasonInvalidSpec, "autoscaling.minReplicas", fmt.Errorf("on a disaggregated cluster must equal the sum of the prefill and decode pools' minReplicas (%d + %d); each pool is autoscaled within its own bounds, got %d",
+			pre.MinReplicas, dec.MinReplicas, a.MinReplicas))
+	}
+	if int(a.MaxReplicas) != pre.MaxReplicas+dec.MaxReplicas {
+		return nil, nil, o.err(ReasonInvalidSpec, "autoscaling.maxReplicas", fmt.Errorf("on a disaggregated cluster must equal the sum of the prefill and decode pools' maxReplicas (%d + %d); each pool is autoscaled within its own bounds, got %d",
+			pre.MaxReplicas, dec.MaxReplicas, a.MaxReplicas))
+	}
+	return pre, dec, nil
 }
 
 // resolveTiers maps a cluster's KV tiers: one cpu tier is simulated, other kinds are noted.
