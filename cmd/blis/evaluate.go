@@ -227,7 +227,10 @@ func runEvaluate(ctx context.Context, stdout, stderr io.Writer, cmd *cobra.Comma
 			return fmt.Errorf("writing --write-input: %w", err)
 		}
 	}
-	res, err := evaluation.RunWithOptions(ctx, r, evaluation.Options{Parallelism: f.parallelism})
+	bar := startProgress(stderr)
+	bar.setSeeds(len(r.Document.Seeds))
+	res, err := evaluation.RunWithOptions(ctx, r, evaluation.Options{Parallelism: f.parallelism, Progress: bar.evalFunc()})
+	bar.stop()
 	if err != nil {
 		return err
 	}

@@ -43,7 +43,8 @@ type clusterFlags struct {
 // fresh set of flags each time so that commands built in tests do not share state.
 func addClusterFlags(root *cobra.Command) {
 	cluster = &clusterFlags{}
-	root.PersistentFlags().BoolP("quiet", "q", false, "no progress bar on standard error")
+	progressQuiet = false
+	root.PersistentFlags().BoolVarP(&progressQuiet, "quiet", "q", false, "no progress bar on standard error")
 	for _, c := range root.Commands() {
 		name := c.Name()
 		if !stringIn(clusterCommands, name) {

@@ -56,6 +56,8 @@ type runFlags struct {
 
 	// Output.
 	metricsPath, logLevel string
+	// bar shows progress on a terminal (nil: none).
+	bar *progressBar
 }
 
 // flagAliases maps BLIS's older or alternative flag names to this command's names, so scripts
@@ -91,6 +93,7 @@ The flags are upstream BLIS's; --max-num-running-reqs, --max-num-scheduled-token
 --max-num-seqs, --max-num-batched-tokens, --num-requests, --block-size-in-tokens and --tp.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.bar = startProgress(cmd.ErrOrStderr())
 			return runSimulation(cmd.OutOrStdout(), cmd.Flags(), f)
 		},
 	}
@@ -418,7 +421,9 @@ func runSimulation(stdout io.Writer, fl *pflag.FlagSet, f *runFlags) error {
 	if err != nil {
 		return err
 	}
+	in.cfg.Options.Progress = f.bar.simFunc(in.cfg.Seed)
 	res, err := sim.Run(in.cfg, in.src)
+	f.bar.stop()
 	if err != nil {
 		return err
 	}

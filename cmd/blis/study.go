@@ -224,11 +224,18 @@ func runStudy(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, f 
 				binding.ParametersJSON(l.Space, t.Values))
 		}
 	}
+	var bar *progressBar
+	if !f.progress {
+		bar = startProgress(stderr)
+		bar.setTrials(int(ps.Spec.Budget.MaxEvaluations))
+		l.Progress = bar.trialFunc()
+	}
 	statuses := &studyStatuses{}
 	if f.wantsStudyReport() {
 		l.Observe = statuses.observe
 	}
 	st, best, err := binding.RunLocal(ctx, l)
+	bar.stop()
 	if err != nil {
 		return err
 	}
