@@ -3,10 +3,17 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	blisv1alpha1 "github.com/inference-sim/blis-operator/api/v1alpha1"
 	"github.com/inference-sim/blis-operator/internal/report"
+	"github.com/inference-sim/blis-operator/internal/study"
+	"github.com/inference-sim/blis-operator/internal/study/binding"
 )
 
 // TestStudyReport runs the grid sample with --report and --report-data: the HTML holds the
@@ -73,5 +80,61 @@ func TestStudyReport(t *testing.T) {
 	}
 	if n := strings.Count(string(page), "<svg"); n != 2 {
 		t.Errorf("%d charts, want 2", n)
+	}
+}
+
+// TestStudyReportReadsTrialsLikeBinding: the report reads an Evaluation's outcome as the study
+// binding does (the report package keeps its own copy, as it cannot import the binding).
+func TestStudyReportReadsTrialsLikeBinding(t *testing.T) {
+	raw, err := os.ReadFile("../../internal/report/testdata/study_evaluations.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ps *blisv1alpha1.PolicyStudy
+	var evs []blisv1alpha1.Evaluation
+	for _, doc := range strings.Split(string(raw), "\n---\n") {
+		var tm metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &tm); err != nil {
+			t.Fatal(err)
+		}
+		if tm.Kind == "PolicyStudy" {
+			ps = &blisv1alpha1.PolicyStudy{}
+			if err := yaml.Unmarshal([]byte(doc), ps); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		var ev blisv1alpha1.Evaluation
+		if err := yaml.Unmarshal([]byte(doc), &ev); err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	sd := report.StudyFromEvaluations(ps, evs)
+	byName := map[string]report.StudyCandidate{}
+	for _, c := range sd.Candidates {
+		byName[c.Evaluation] = c
+	}
+	succeeded := 0
+	for i := range evs {
+		if evs[i].Labels[blisv1alpha1.LabelStudy] != ps.Name {
+			continue
+		}
+		var tr study.Trial
+		binding.ResultOf(&tr, ps.Spec.Objectives, &evs[i].Status)
+		c, ok := byName[evs[i].Name]
+		if ok != (tr.State == study.Succeeded) {
+			t.Errorf("%s: in the report %v, binding state %v", evs[i].Name, ok, tr.State)
+			continue
+		}
+		if ok {
+			succeeded++
+			if c.Score != tr.Score || !slices.Equal(c.Fitness, tr.Objectives) {
+				t.Errorf("%s: report %v %v, binding %v %v", evs[i].Name, c.Score, c.Fitness, tr.Score, tr.Objectives)
+			}
+		}
+	}
+	if succeeded != len(sd.Candidates) || succeeded == 0 {
+		t.Errorf("%d succeeded, %d candidates", succeeded, len(sd.Candidates))
 	}
 }
