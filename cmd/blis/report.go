@@ -210,7 +210,10 @@ func evaluateForReport(ctx context.Context, cmd *cobra.Command, f *evaluateFlags
 	for _, n := range r.Notes {
 		fmt.Fprintf(stderr, "blis %s: %s: not simulated: %s\n", cmd.Name(), name, n)
 	}
-	res, err := evaluation.RunWithOptions(ctx, r, evaluation.Options{Parallelism: fe.parallelism})
+	bar := startProgress(stderr)
+	bar.setSeeds(len(r.Document.Seeds))
+	res, err := evaluation.RunWithOptions(ctx, r, evaluation.Options{Parallelism: fe.parallelism, Progress: bar.evalFunc()})
+	bar.stop()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

@@ -230,7 +230,7 @@ func FromStatus(name string, st *blisv1alpha1.EvaluationStatus) *Data {
 		"Latency distributions (the TTFT, ITL and E2E CDFs) are not kept in an Evaluation's status: re-run the evaluation from its inputs (blis report -f MANIFESTS) to draw them.",
 		"Time series (arrivals, completions, queue depth, batch size, KV utilization, cache hit rate) are not kept in an Evaluation's status: re-run the evaluation from its inputs (blis report -f MANIFESTS) to draw them.")
 	if d.Status.Metrics != nil && d.Status.TraceSummary == "" {
-		d.Missing = append(d.Missing, "The status has no trace summary (the evaluation ran with trace level none).")
+		d.Missing = append(d.Missing, "The status has no trace summary.")
 	}
 	return d
 }
