@@ -103,7 +103,7 @@ func betterText(b int) string {
 // several evaluations side by side, with each one's delta and relative delta from the first
 // (the baseline) and whether the difference exceeds the replicate confidence intervals
 // (non-overlapping 95% intervals of the mean from status.replicates). Rows that are zero or
-// absent everywhere (no SLO targets, no prefix cache) are left out.
+// absent everywhere (no SLO targets, no prefix cache) are left out, except request counts.
 func Compare(ds []*Data) *Comparison {
 	c := &Comparison{Names: uniqueNames(ds)}
 	type getter func(d *Data) (float64, bool)
@@ -115,10 +115,7 @@ func Compare(ds []*Data) *Comparison {
 			row.Values = append(row.Values, ComparedValue{Present: ok, Value: v})
 			nonzero = nonzero || (ok && v != 0)
 		}
-		if !nonzero && optionalRows[strings.SplitN(key, "/", 2)[0]] {
-			return
-		}
-		if !nonzero && strings.Contains(key, "/") {
+		if !nonzero && !keepZeroRows[key] {
 			return
 		}
 		for i := range row.Values {

@@ -2,7 +2,11 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
+	"flag"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -133,5 +137,39 @@ func TestCompareHTML(t *testing.T) {
 	}
 	if err := CompareHTML(&b1, nil); err == nil {
 		t.Error("an empty comparison was accepted")
+	}
+}
+
+// updateCompareGolden rewrites testdata/compare.golden.txt and testdata/compare.golden.json.
+var updateCompareGolden = flag.Bool("update-compare-golden", false, "rewrite the comparison golden files")
+
+// TestCompareGolden keeps the comparison of the hand-made fixtures (a baseline, a faster run
+// beyond the intervals, a single-seed run) as text and as JSON: a change of rows, labels,
+// formats or significance shows up as a diff.
+func TestCompareGolden(t *testing.T) {
+	c := Compare([]*Data{fixture("base", 2, 3, 20), fixture("fast", 2, 5, 10), fixture("one", 2, 1, 17)})
+	var text bytes.Buffer
+	if err := c.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	js, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, got := range map[string][]byte{"compare.golden.txt": text.Bytes(), "compare.golden.json": append(js, '\n')} {
+		path := filepath.Join("testdata", name)
+		if *updateCompareGolden {
+			if err := os.WriteFile(path, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from the golden file (rerun with -update-compare-golden to accept):\n%s", name, got)
+		}
 	}
 }

@@ -10,11 +10,11 @@ import (
 	blisv1alpha1 "github.com/inference-sim/blis-operator/api/v1alpha1"
 )
 
-// optionalRows are headline metrics that are left out of a report when zero: they only mean
-// something when the workload or cluster has the feature (SLO targets, prefix caching,
-// tenants, replica accounting, timeouts).
-var optionalRows = map[string]bool{"goodputRps": true, "sloAttainment": true, "cacheHitRate": true,
-	"jainFairnessIndex": true, "replicaSeconds": true, "timedOutRequests": true}
+// keepZeroRows are the headline metrics shown even when zero (a zero count is news). Other
+// metrics are left out when zero: the status omits what the run did not measure (no SLO
+// targets, no prefix cache, no tenants), and a zero latency means exactly that.
+var keepZeroRows = map[string]bool{"injectedRequests": true, "completedRequests": true,
+	"rejectedRequests": true, "preemptionCount": true}
 
 // HTML writes d's report as one self-contained HTML page: headline metrics, SLO classes with
 // their attainment bars, TTFT/ITL/E2E CDFs, time series, replicate confidence intervals,
@@ -53,7 +53,7 @@ func HTML(w io.Writer, d *Data) error {
 		rows := [][]string{}
 		for _, m := range headlineMetrics {
 			v := m.get(st.Metrics)
-			if v == 0 && optionalRows[m.key] {
+			if v == 0 && !keepZeroRows[m.key] {
 				continue
 			}
 			ci := ""

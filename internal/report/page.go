@@ -20,6 +20,8 @@ type page struct {
 }
 
 // pageCSS is the report's style sheet (it must not contain '<' or '&', to stay valid XML).
+// Chart text names Liberation Sans, whose metrics gonum used to lay it out; Arial has the
+// same metrics, so it is the fallback where Liberation is not installed.
 const pageCSS = `
 body { font-family: "Liberation Sans", Arial, Helvetica, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; padding: 0 1em; }
 h1 { font-size: 1.6em; margin-bottom: 0.2em; }
@@ -30,9 +32,11 @@ table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.92em; }
 th, td { border: 1px solid #d4d4d4; padding: 0.25em 0.6em; text-align: right; }
 th { background: #f2f2f2; }
 td:first-child, th:first-child { text-align: left; }
+#evaluations-table td, #evaluations-table th { text-align: left; }
 tr.significant td { background: #fff4d6; }
 figure.chart { margin: 1.2em 0; }
 figure.chart svg { max-width: 100%; height: auto; }
+figure.chart svg text { font-family: "Liberation Sans", Arial, Helvetica, sans-serif !important; }
 figcaption { color: #555; font-size: 0.9em; }
 div.missing { background: #fdf1f1; border: 1px solid #e5b4b4; padding: 0.4em 1em; }
 pre { background: #f7f7f7; border: 1px solid #ddd; padding: 0.8em; white-space: pre-wrap; font-size: 0.88em; }
