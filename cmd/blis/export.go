@@ -48,7 +48,7 @@ type exportFlags struct {
 func newExportCommand() *cobra.Command {
 	f := &exportFlags{}
 	cmd := &cobra.Command{
-		Use:   "export (-f FILE... | --bundle FILE) -o DIR",
+		Use:   "export (-f FILE... | --bundle FILE | evaluation/NAME | bundle/NAME --cluster NAME) -o DIR",
 		Short: "Export a policy bundle and its cluster as llm-d configuration",
 		Long: `Export writes the llm-d configuration that runs a simulated policy bundle: the
 EndpointPickerConfig (` + export.FileEPPConfig + `, the endpoint picker's --config-file),
@@ -70,9 +70,20 @@ Whatever llm-d cannot express exactly is printed as a warning on standard error 
 to ` + export.FileWarnings + `); a policy with nothing close in llm-d is an error. The generated configuration is decoded strictly and
 validated against the target router before it is written.
 
+With evaluation/NAME or bundle/NAME --cluster NAME (--workload-name optional) it reads the
+objects from the cluster of your kubeconfig (-n is their namespace, and that of the
+generated objects); see docs/kubectl-plugin.md.
+
 Targets: ` + strings.Join(llmd.TargetNames(), ", ") + ` (default ` + llmd.DefaultTarget + `).`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				res, err := exportFromCluster(cmd.Context(), cmd.Flags(), f, args[0])
+				if err != nil {
+					return err
+				}
+				return writeExport(res, f.outDir, cmd.ErrOrStderr())
+			}
 			if len(f.files) > 0 || f.evaluation != "" || f.bundleName != "" || f.clusterName != "" || f.workloadName != "" {
 				res, err := exportManifests(cmd.InOrStdin(), cmd.Flags(), f)
 				if err != nil {
@@ -95,7 +106,7 @@ Targets: ` + strings.Join(llmd.TargetNames(), ", ") + ` (default ` + llmd.Defaul
 	fl.StringVar(&f.clusterName, "cluster-name", "", "with -f: the SimulatedCluster the PolicyBundle is exported for")
 	fl.StringVar(&f.workloadName, "workload-name", "", "with -f: the WorkloadSpec whose SLO classes get objectives (optional)")
 	fl.StringVar(&f.bundle, "bundle", "", "policy bundle file (BLIS policy-config or bundle YAML); empty = every default")
-	fl.StringVar(&f.cluster, "cluster", "", "cluster input file (YAML)")
+	fl.StringVar(&f.cluster, "cluster", "", "cluster input file (YAML); with bundle/NAME, the SimulatedCluster's name")
 	fl.StringVar(&f.opts.Target, "target", llmd.DefaultTarget, "router release to write for: "+strings.Join(llmd.TargetNames(), ", "))
 	fl.StringVarP(&f.outDir, "output", "o", "", "directory to write the files to (required)")
 	fl.BoolVar(&f.opts.AllowExperimental, "allow-experimental-plugins", false, "permit Alpha llm-d plugins (the endpoint picker then needs the same flag)")
