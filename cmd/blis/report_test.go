@@ -145,23 +145,25 @@ func TestReportStudy(t *testing.T) {
 func TestReportResolvers(t *testing.T) {
 	saved := sourceResolvers
 	defer func() { sourceResolvers = saved }()
-	sourceResolvers = append(sourceResolvers, func(_ context.Context, arg string) (*report.Data, bool, error) {
-		switch arg {
-		case "evaluation/fake":
-			return report.FromStatus("cluster/fake", nil), true, nil
-		case "evaluation/broken":
-			return nil, true, errors.New("no such evaluation")
-		}
-		return nil, false, nil
-	})
-	out, _, err := reportCLI(t, "report", "evaluation/fake", "-o", "-")
+	// First in line, and under a prefix no other resolver claims.
+	sourceResolvers = append([]func(context.Context, string) (*report.Data, bool, error){
+		func(_ context.Context, arg string) (*report.Data, bool, error) {
+			switch arg {
+			case "test-source/fake":
+				return report.FromStatus("cluster/fake", nil), true, nil
+			case "test-source/broken":
+				return nil, true, errors.New("no such evaluation")
+			}
+			return nil, false, nil
+		}}, saved...)
+	out, _, err := reportCLI(t, "report", "test-source/fake", "-o", "-")
 	if err != nil || !strings.Contains(out, "Evaluation report: cluster/fake") {
 		t.Fatalf("resolver not used: %v", err)
 	}
-	if _, _, err := reportCLI(t, "report", "evaluation/broken", "-o", "-"); err == nil || err.Error() != "evaluation/broken: no such evaluation" {
+	if _, _, err := reportCLI(t, "report", "test-source/broken", "-o", "-"); err == nil || err.Error() != "test-source/broken: no such evaluation" {
 		t.Errorf("resolver error %v", err)
 	}
-	if _, _, err := reportCLI(t, "report", "evaluation/none", "-o", "-"); err == nil || !os.IsNotExist(errors.Unwrap(err)) && !strings.Contains(err.Error(), "no such file") {
+	if _, _, err := reportCLI(t, "report", "test-source/none", "-o", "-"); err == nil || !os.IsNotExist(errors.Unwrap(err)) && !strings.Contains(err.Error(), "no such file") {
 		t.Errorf("an unresolved argument should be read as a file: %v", err)
 	}
 }
