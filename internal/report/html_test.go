@@ -248,3 +248,44 @@ func TestPNGs(t *testing.T) {
 		t.Fatalf("PNGs %s, want %s", got, want)
 	}
 }
+
+// TestInstanceMean averages a series kind over instances bucket by bucket (what a comparison
+// overlays): the fixture's queue depth of instance i in bucket b is (7i+b) mod 5 + i.
+func TestInstanceMean(t *testing.T) {
+	d := fixture("m", 3, 1, 20)
+	got := instanceMean(d.Series, func(in *InstanceSeries) []float64 { return in.QueueDepth })
+	if len(got) != 20 {
+		t.Fatalf("%d buckets", len(got))
+	}
+	for b, v := range got {
+		want := 0.0
+		for i := 0; i < 3; i++ {
+			want += float64((i*7+b)%5 + i)
+		}
+		if v != want/3 {
+			t.Errorf("bucket %d: %v, want %v", b, v, want/3)
+		}
+	}
+}
+
+// TestLogScaleCaption: a CDF spanning more than logSpread gets a log axis, which its caption
+// says; a narrow one does not.
+func TestLogScaleCaption(t *testing.T) {
+	d := fixture("wide", 2, 1, 20)
+	for i := range d.Distributions {
+		if d.Distributions[i].Metric == MetricE2E && d.Distributions[i].Class == "" {
+			d.Distributions[i].Points[len(d.Distributions[i].Points)-1].Ms = 1e6
+		}
+	}
+	page := string(renderHTML(t, d))
+	e2e := page[strings.Index(page, `id="e2e-cdf"`):]
+	e2e = e2e[:strings.Index(e2e, "</figure>")]
+	if !strings.Contains(e2e, "Log-scale latency axis") {
+		t.Error("a 3000x spread does not get a log axis")
+	}
+	itl := page[strings.Index(page, `id="itl-cdf"`):]
+	itl = itl[:strings.Index(itl, "</figure>")]
+	if strings.Contains(itl, "Log-scale") {
+		t.Error("a narrow ITL distribution got a log axis")
+	}
+}
