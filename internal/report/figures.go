@@ -10,10 +10,13 @@ import (
 )
 
 // cdfMetrics are the latency metrics drawn as CDFs, in display order, with their chart ids.
-var cdfMetrics = []struct{ metric, id, title, samples string }{
-	{MetricTTFT, "ttft-cdf", "Time to first token (TTFT)", "requests"},
-	{MetricITL, "itl-cdf", "Inter-token latency (ITL)", "decode gaps"},
-	{MetricE2E, "e2e-cdf", "End-to-end latency (E2E)", "requests"},
+// The per-class ITL distributions are over each request's mean gap (TPOT, as BLIS's per-class
+// ITL), not over every gap, which the ITL caption says.
+var cdfMetrics = []struct{ metric, id, title, samples, classNote string }{
+	{MetricTTFT, "ttft-cdf", "Time to first token (TTFT)", "requests", ""},
+	{MetricITL, "itl-cdf", "Inter-token latency (ITL)", "decode gaps",
+		" The dashed line is over every decode gap; a class line is over its requests' mean gap (TPOT)."},
+	{MetricE2E, "e2e-cdf", "End-to-end latency (E2E)", "requests", ""},
 }
 
 // allLabel is the legend entry of the line over every request.
@@ -70,8 +73,8 @@ func reportCDF(d *Data, i int) (chart, bool, error) {
 			lines = append(lines, line{label: dist.Class, xy: cdfXY(dist.Points)})
 		}
 	}
-	caption := fmt.Sprintf("%s CDF of seed %d over %d %s: the dashed line is every request, the others one SLO class each.",
-		m.title, d.Seed, total, m.samples)
+	caption := fmt.Sprintf("%s CDF of seed %d over %d %s: the dashed line is every request, the others one SLO class each.%s",
+		m.title, d.Seed, total, m.samples, m.classNote)
 	return cdfFigure(m.id, m.title+" CDF", caption, lines)
 }
 
