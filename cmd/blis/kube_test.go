@@ -108,3 +108,18 @@ func TestCommandName(t *testing.T) {
 		}
 	}
 }
+
+// TestPluginHelp: under the plugin name, help and usage read "kubectl blis".
+func TestPluginHelp(t *testing.T) {
+	root := newRootCommand()
+	setDisplayName(root, commandName("/usr/local/bin/kubectl-blis"))
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetArgs([]string{"get", "--help"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(out.Bytes(), []byte("kubectl blis get TYPE [NAME...] [flags]")) {
+		t.Fatalf("help:\n%s", out.String())
+	}
+}

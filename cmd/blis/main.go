@@ -29,9 +29,10 @@ func newRootCommand() *cobra.Command {
 
 func main() {
 	root := newRootCommand()
-	root.Use = commandName(os.Args[0])
+	name := commandName(os.Args[0])
+	setDisplayName(root, name)
 	if err := root.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, root.Use+":", err)
+		fmt.Fprintln(os.Stderr, name+":", err)
 		os.Exit(1)
 	}
 }

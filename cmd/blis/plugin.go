@@ -21,6 +21,14 @@ func commandName(arg0 string) string {
 	return "blis"
 }
 
+// setDisplayName makes help and usage name the root command as the user invoked it.
+func setDisplayName(root *cobra.Command, name string) {
+	if root.Annotations == nil {
+		root.Annotations = map[string]string{}
+	}
+	root.Annotations[cobra.CommandDisplayNameAnnotation] = name
+}
+
 // clusterCommands are the commands that read objects from a cluster with the user's
 // kubeconfig. get defines its flags itself; the others get them added here so that their own
 // files need not know about clusters.
