@@ -392,18 +392,8 @@ func buildRun(fl *pflag.FlagSet, f *runFlags) (*runInput, error) {
 		RoutingLatency:   f.pol.routingLatency,
 		Options:          sim.Options{RequestRecords: f.metricsPath != ""},
 	}
-	if cfg.Autoscale, err = autoscaleConfig(fl, &f.scale, f.numInstances, bundle); err != nil {
+	if err := clusterDynamics(fl, f, cfg, inst, resolved, bundle); err != nil {
 		return nil, err
-	}
-	if cfg.PD, err = pdConfig(fl, &f.pd, f.numInstances, resolved); err != nil {
-		return nil, err
-	}
-	n := f.numInstances
-	if cfg.Autoscale != nil {
-		n = int(cfg.Autoscale.MaxReplicas) // replica slots; --num-instances start ready
-	}
-	for range n {
-		cfg.Instances = append(cfg.Instances, inst)
 	}
 	src, targets, err := buildWorkload(fl, f, cfg)
 	if err != nil {
@@ -428,8 +418,12 @@ func runSimulation(stdout io.Writer, fl *pflag.FlagSet, f *runFlags) error {
 		return err
 	}
 	names := in.src.Tables()
-	report := res.Report(names, metrics.Options{Targets: sloTargets(in.targets, names)})
+	mopts := metrics.Options{Targets: sloTargets(in.targets, names)}
+	report := res.Report(names, mopts)
 	if err := report.WriteBLIS(stdout); err != nil {
+		return err
+	}
+	if err := writePools(stdout, res, names, mopts); err != nil {
 		return err
 	}
 	if err := writeAutoscale(stdout, res.Autoscale); err != nil {

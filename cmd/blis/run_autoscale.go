@@ -47,12 +47,13 @@ func addAutoscaleFlags(fl *pflag.FlagSet, f *autoscaleFlags) {
 }
 
 // autoscaleConfig builds the run's autoscaler from the flags and the policy config's
-// autoscaler and instance_lifecycle blocks (nil when autoscaling is off).
-func autoscaleConfig(fl *pflag.FlagSet, f *autoscaleFlags, initial int, b *policy.Bundle) (*sim.AutoscaleConfig, error) {
-	if f.maxReplicas == 0 {
+// autoscaler and instance_lifecycle blocks (nil when autoscaling is off). pools, when set, are
+// the prefill and decode pools' bounds of a disaggregated run, each autoscaled on its own.
+func autoscaleConfig(fl *pflag.FlagSet, f *autoscaleFlags, initial int, b *policy.Bundle, pools []sim.PoolBounds) (*sim.AutoscaleConfig, error) {
+	if f.maxReplicas == 0 && pools == nil {
 		for _, n := range []string{"min-replicas", "autoscale-policy", "autoscale-interval-us", "drain-policy", "provisioning-delay-us"} {
 			if fl.Changed(n) {
-				return nil, fmt.Errorf("--%s needs --max-replicas (autoscaling)", n)
+				return nil, fmt.Errorf("--%s needs --max-replicas (autoscaling; with --prefill-instances, --prefill-max-replicas or --decode-max-replicas)", n)
 			}
 		}
 		return nil, nil
@@ -97,18 +98,22 @@ func autoscaleConfig(fl *pflag.FlagSet, f *autoscaleFlags, initial int, b *polic
 		}
 		return def
 	}
-	if f.maxReplicas > maxInstances {
-		return nil, fmt.Errorf("--max-replicas must be <= %d, got %d", maxInstances, f.maxReplicas)
-	}
-	if f.minReplicas < 1 || f.minReplicas > f.maxReplicas {
-		return nil, fmt.Errorf("need 1 <= --min-replicas (%d) <= --max-replicas (%d)", f.minReplicas, f.maxReplicas)
-	}
-	if initial < f.minReplicas || initial > f.maxReplicas {
-		return nil, fmt.Errorf("--num-instances (%d, the initial replicas) must be within [--min-replicas %d, --max-replicas %d]", initial, f.minReplicas, f.maxReplicas)
+	slots := f.maxReplicas
+	if pools == nil {
+		if f.maxReplicas > maxInstances {
+			return nil, fmt.Errorf("--max-replicas must be <= %d, got %d", maxInstances, f.maxReplicas)
+		}
+		if f.minReplicas < 1 || f.minReplicas > f.maxReplicas {
+			return nil, fmt.Errorf("need 1 <= --min-replicas (%d) <= --max-replicas (%d)", f.minReplicas, f.maxReplicas)
+		}
+		if initial < f.minReplicas || initial > f.maxReplicas {
+			return nil, fmt.Errorf("--num-instances (%d, the initial replicas) must be within [--min-replicas %d, --max-replicas %d]", initial, f.minReplicas, f.maxReplicas)
+		}
+	} else if fl.Changed("min-replicas") {
+		return nil, errors.New("--min-replicas bounds a monolithic cluster; with --prefill-instances use --prefill-min-replicas and --decode-min-replicas")
 	}
 	a := &sim.AutoscaleConfig{
-		Policy:      spec,
-		MinReplicas: int32(f.minReplicas), MaxReplicas: int32(f.maxReplicas), InitialReplicas: int32(initial),
+		Policy:              spec,
 		IntervalUs:          interval,
 		ScaleUpCooldownUs:   pick("scale-up-cooldown-us", f.upCooldownUs, int64(blk.ScaleUpStabilizationWindowUs)),
 		ScaleDownCooldownUs: pick("scale-down-cooldown-us", f.downCooldownUs, int64(blk.ScaleDownStabilizationWindowUs)),
@@ -118,13 +123,29 @@ func autoscaleConfig(fl *pflag.FlagSet, f *autoscaleFlags, initial int, b *polic
 		Drain:               sim.DrainPolicy(f.drain),
 		CostPerReplicaHour:  f.costPerReplicaHour,
 	}
+	if pools == nil {
+		a.MinReplicas, a.MaxReplicas, a.InitialReplicas = int32(f.minReplicas), int32(f.maxReplicas), int32(initial)
+	} else {
+		a.Prefill, a.Decode = &pools[0], &pools[1]
+		slots = int(pools[0].MaxReplicas + pools[1].MaxReplicas)
+	}
 	if b != nil && b.InstanceLifecycle.LoadingDelay.Stddev > 0 && !fl.Changed("model-load-delay-us") {
 		a.ModelLoad.StddevUs = int64(b.InstanceLifecycle.LoadingDelay.Stddev * 1e6)
 	}
-	if err := a.Validate(f.maxReplicas); err != nil {
+	if err := a.Validate(slots); err != nil {
 		return nil, err
 	}
 	return a, nil
+}
+
+// poolScaleOut is one pool's part of the autoscaler summary of a disaggregated run.
+type poolScaleOut struct {
+	Pool           string  `json:"pool"`
+	ScaleUps       int64   `json:"scale_ups"`
+	ScaleDowns     int64   `json:"scale_downs"`
+	Oscillations   int64   `json:"scale_oscillations"`
+	ReplicaSeconds float64 `json:"replica_seconds"`
+	PeakReplicas   int32   `json:"peak_replicas"`
 }
 
 // writeAutoscale prints the autoscaler's summary after the metrics blocks, in the same
@@ -134,20 +155,24 @@ func writeAutoscale(w io.Writer, st *sim.AutoscaleStats) error {
 		return nil
 	}
 	out := struct {
-		Policy          string  `json:"policy"`
-		Evaluations     int64   `json:"evaluations"`
-		ScaleUps        int64   `json:"scale_ups"`
-		ScaleDowns      int64   `json:"scale_downs"`
-		ReplicasAdded   int64   `json:"replicas_added"`
-		ReplicasRemoved int64   `json:"replicas_removed"`
-		Oscillations    int64   `json:"scale_oscillations"`
-		ReplicaSeconds  float64 `json:"replica_seconds"`
-		Cost            float64 `json:"cost"`
-		PeakReplicas    int32   `json:"peak_replicas"`
-		Redirected      int64   `json:"redirected_requests"`
-		DroppedDrain    int64   `json:"dropped_by_drain"`
+		Policy          string         `json:"policy"`
+		Evaluations     int64          `json:"evaluations"`
+		ScaleUps        int64          `json:"scale_ups"`
+		ScaleDowns      int64          `json:"scale_downs"`
+		ReplicasAdded   int64          `json:"replicas_added"`
+		ReplicasRemoved int64          `json:"replicas_removed"`
+		Oscillations    int64          `json:"scale_oscillations"`
+		ReplicaSeconds  float64        `json:"replica_seconds"`
+		Cost            float64        `json:"cost"`
+		PeakReplicas    int32          `json:"peak_replicas"`
+		Redirected      int64          `json:"redirected_requests"`
+		DroppedDrain    int64          `json:"dropped_by_drain"`
+		Pools           []poolScaleOut `json:"pools,omitempty"`
 	}{st.Policy, st.Evaluations, st.ScaleUps, st.ScaleDowns, st.ReplicasAdded, st.ReplicasRemoved, st.Oscillations,
-		st.ReplicaSeconds, st.Cost, st.PeakActive, st.Redirected, st.DroppedScaledDown}
+		st.ReplicaSeconds, st.Cost, st.PeakActive, st.Redirected, st.DroppedScaledDown, nil}
+	for _, p := range st.Pools {
+		out.Pools = append(out.Pools, poolScaleOut{p.Pool, p.ScaleUps, p.ScaleDowns, p.Oscillations, p.ReplicaSeconds, p.PeakActive})
+	}
 	data, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
 		return err

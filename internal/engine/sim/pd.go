@@ -6,6 +6,8 @@ import (
 	"math"
 
 	"github.com/inference-sim/blis-operator/internal/engine/kvcache"
+	"github.com/inference-sim/blis-operator/internal/engine/metrics"
+	"github.com/inference-sim/blis-operator/internal/engine/workload"
 )
 
 // This file is prefill/decode disaggregation. The first PrefillInstances instances form the
@@ -75,6 +77,14 @@ func (p *PDConfig) Validate(n int) error {
 
 // PDStats summarizes disaggregation (nil in runs without it).
 type PDStats struct {
+	// PrefillInstances is the prefill pool's size in instance slots (the first instances).
+	PrefillInstances int
+	// PrefillPeakKVUtilization and DecodePeakKVUtilization are each pool's largest instance
+	// peak of KV blocks in use over its capacity.
+	PrefillPeakKVUtilization, DecodePeakKVUtilization float64
+	// Prefill holds the prefill pool's side of disaggregated requests: one completed record
+	// per handoff (its prompt, its first token and TTFT), for the pool's metrics.
+	Prefill *metrics.Collector
 	// Disaggregated counts requests sent to the prefill pool, Local those served by the decode
 	// pool alone.
 	Disaggregated, Local int64
@@ -110,6 +120,8 @@ func (s *simulation) newDisagg() error {
 		return errors.New("an autoscaled disaggregated cluster needs per-pool autoscaling bounds matching the prefill pool")
 	}
 	d := &disagg{cfg: c, decider: c.Decider}
+	d.stats.PrefillInstances = c.PrefillInstances
+	d.stats.Prefill = metrics.NewCollector("prefill-pool", false)
 	if d.decider == "" {
 		d.decider = DecideAlways
 	}
@@ -184,6 +196,8 @@ func (s *simulation) handoff(in *instance, slot int32, done int64) {
 	d := s.pd
 	r := &s.slab.reqs[slot]
 	in.stats.HandedOff++
+	rec := s.record(slot, OutcomeCompleted, done)
+	s.collect(d.stats.Prefill, &rec)
 	if s.ctl != nil {
 		s.ctl.p.Withdraw(&s.ctl.st[slot].ticket)
 	}
@@ -249,5 +263,49 @@ func (s *simulation) admitTransferred(in *instance, slot int32, r *reqState, t *
 // finishDisagg records the disaggregation summary.
 func (s *simulation) finishDisagg() {
 	st := s.pd.stats
+	for i := range s.insts {
+		in := &s.insts[i]
+		u := float64(in.stats.PeakKVBlocks) / float64(in.cfg.TotalKVBlocks)
+		if i < st.PrefillInstances {
+			st.PrefillPeakKVUtilization = max(st.PrefillPeakKVUtilization, u)
+			st.Prefill.Events.Preemptions += in.stats.Preemptions
+			st.Prefill.Events.KVAllocationFailures += in.stats.KVAllocationFailures
+		} else {
+			st.DecodePeakKVUtilization = max(st.DecodePeakKVUtilization, u)
+		}
+	}
 	s.res.PD = &st
+}
+
+// PoolReport is the metrics of one pool of a disaggregated run.
+type PoolReport struct {
+	// Pool is "prefill" or "decode"; Instances its size in instance slots.
+	Pool      string
+	Instances int
+	// Metrics is the pool's BLIS block: for the prefill pool, its handoffs (TTFT, prompt
+	// tokens, prefill throughput); for the decode pool, the requests served there (ITL, E2E,
+	// output throughput), local ones included.
+	Metrics metrics.Output
+	// PeakKVUtilization is the pool's largest instance peak KV utilization.
+	PeakKVUtilization float64
+}
+
+// PoolReports returns the prefill and the decode pool's reports (nil without disaggregation).
+// names are the workload's name tables; opts' gateway is not part of either pool.
+func (r *Result) PoolReports(names *workload.Tables, opts metrics.Options) []PoolReport {
+	pd := r.PD
+	if pd == nil {
+		return nil
+	}
+	opts.Gateway = nil
+	pool := func(name string, cols []*metrics.Collector, n int, peak float64) PoolReport {
+		opts.ClusterID = name + "-pool"
+		out := metrics.Finalize(cols, r.End, names, opts).Cluster
+		out.Requests = nil
+		return PoolReport{Pool: name, Instances: n, Metrics: out, PeakKVUtilization: peak}
+	}
+	return []PoolReport{
+		pool("prefill", []*metrics.Collector{pd.Prefill}, pd.PrefillInstances, pd.PrefillPeakKVUtilization),
+		pool("decode", r.Collectors[pd.PrefillInstances:], len(r.Collectors)-pd.PrefillInstances, pd.DecodePeakKVUtilization),
+	}
 }

@@ -372,3 +372,37 @@ func TestPDAutoscaleValidation(t *testing.T) {
 		}
 	}
 }
+
+// TestPDPoolReports: with every request disaggregated, the prefill pool's block holds one
+// completed record per handoff with the cluster's TTFT distribution, and the decode pool's
+// block every request with the cluster's E2E and ITL.
+func TestPDPoolReports(t *testing.T) {
+	pdc := &PDConfig{PrefillInstances: 2, Decider: DecideAlways, BandwidthGBps: 50, BaseLatencyUs: 200, BytesPerToken: 128 << 10}
+	cfg := pdCluster(pdc)
+	src := &sliceSource{reqs: mixedLongPrompts()}
+	res, err := Run(cfg, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster := res.Report(src.Tables(), metrics.Options{}).Cluster
+	pools := res.PoolReports(src.Tables(), metrics.Options{})
+	if len(pools) != 2 || pools[0].Pool != "prefill" || pools[1].Pool != "decode" || pools[0].Instances != 2 || pools[1].Instances != 2 {
+		t.Fatalf("pools %+v", pools)
+	}
+	pre, dec := pools[0].Metrics, pools[1].Metrics
+	if pre.InstanceID != "prefill-pool" || pre.CompletedRequests != 400 || pre.TTFTP99Ms != cluster.TTFTP99Ms || pre.TTFTMeanMs != cluster.TTFTMeanMs {
+		t.Errorf("prefill pool: completed %d, TTFT p99 %.3f mean %.3f; cluster TTFT p99 %.3f mean %.3f",
+			pre.CompletedRequests, pre.TTFTP99Ms, pre.TTFTMeanMs, cluster.TTFTP99Ms, cluster.TTFTMeanMs)
+	}
+	if dec.CompletedRequests != 400 || dec.E2EMeanMs != cluster.E2EMeanMs || dec.ITLP99Ms != cluster.ITLP99Ms {
+		t.Errorf("decode pool: completed %d, E2E mean %.3f, ITL p99 %.3f; cluster %.3f, %.3f", dec.CompletedRequests, dec.E2EMeanMs, dec.ITLP99Ms, cluster.E2EMeanMs, cluster.ITLP99Ms)
+	}
+	for _, p := range pools {
+		if !(p.PeakKVUtilization > 0 && p.PeakKVUtilization <= 1) {
+			t.Errorf("%s pool peak KV utilization %v", p.Pool, p.PeakKVUtilization)
+		}
+	}
+	if (&Result{}).PoolReports(nil, metrics.Options{}) != nil {
+		t.Error("a run without disaggregation has pool reports")
+	}
+}
