@@ -68,6 +68,11 @@ test: manifests generate fmt vet envtest ## Run all unit, engine and controller 
 bench: ## Run the engine benchmarks.
 	go test ./internal/engine/... -run '^$$' -bench . -benchmem
 
+.PHONY: test-browser
+test-browser: ## Render the HTML reports in headless Chromium (installed by hack/install-browser.sh) and check their charts; BROWSER_ARTIFACTS=DIR keeps the pages and screenshots.
+	hack/install-browser.sh
+	go test -tags browser ./test/browser -count=1 -v
+
 ##@ Build
 
 .PHONY: build
