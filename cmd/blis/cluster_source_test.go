@@ -245,3 +245,26 @@ func connectFake(t *testing.T) client.Client {
 	}
 	return k.client
 }
+
+// TestCompareClusterSources: blis compare takes cluster references too, re-run or stored.
+func TestCompareClusterSources(t *testing.T) {
+	ev, objs := ranQuickstart(t, blisv1alpha1.TraceDecisions)
+	twin := ev.DeepCopy()
+	twin.Name = "quickstart-twin"
+	twin.ResourceVersion = ""
+	fakeCluster(t, append(objs, twin)...)
+	dir := t.TempDir()
+	for _, extra := range [][]string{nil, {"--status-only"}} {
+		root := newRootCommand()
+		var out, errOut bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&errOut)
+		root.SetArgs(append([]string{"compare", "ev/quickstart", "evaluation/quickstart-twin", "-o", filepath.Join(dir, "c.html")}, extra...))
+		if err := root.Execute(); err != nil {
+			t.Fatalf("%v: %v\n%s", extra, err, errOut.String())
+		}
+		if !strings.Contains(out.String(), "default/quickstart-twin") {
+			t.Errorf("%v: the comparison does not name both:\n%s", extra, out.String())
+		}
+	}
+}
