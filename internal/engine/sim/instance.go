@@ -29,6 +29,10 @@ type runEntry struct {
 	// stamp is the low 32 bits of the step that scheduled numNew tokens (only equality with the
 	// current step matters, and no request runs for 2^32 steps).
 	stamp int32
+	// end is the progress at which the request completes or reaches the length cap, whichever
+	// is first (see instance.endOf); phase 1 lists an entry for execute when its decode token
+	// gets there. A smaller value would only list it early, which execute tolerates.
+	end int32
 }
 
 // runCold is the rest of a running request's state, in a slice parallel to the running batch.
@@ -230,6 +234,16 @@ func (in *instance) addChunk(slot int32, n, context, prompt int32) {
 	})
 	sh.PrefillTokens += int64(n)
 	in.chunkOwner = append(in.chunkOwner, slot)
+}
+
+// endOf returns the progress at which an entry of e's input and output lengths completes (BLIS
+// completes it once progress reaches input + max(output, 1) - 1) or reaches the length cap.
+func (in *instance) endOf(e *runEntry) int32 {
+	end := e.input + max(e.output, 1) - 1
+	if mml := in.cfg.MaxModelLen; mml > 0 {
+		end = min(end, mml-1)
+	}
+	return end
 }
 
 // setRoom recomputes e.room from the table after a real allocation.
@@ -452,31 +466,41 @@ func (s *simulation) scheduleRunning(in *instance, budget *int64) (preempted boo
 	if mml > 0 {
 		capAt = mml - 1
 	}
-	lazyKV := !s.eagerKV
+	if s.eagerKV {
+		capAt = math.MinInt32 // the reference stepper takes no shortcut
+	}
 	sh := &in.shape
 	work := in.work[:0]
 	// The common case, a decode token that fits in the entry's last block, runs on locals;
 	// they are written back before anything else can read or change the budget or the shape.
+	// Each such token takes one unit of budget, so a stretch of them ends at index lim at the
+	// latest.
 	run, bud := in.running, *budget
 	var decReqs, decCtx int64
 	i := 0
-	for ; i < len(run); i++ {
-		if bud <= 0 {
-			break
-		}
-		e := &run[i]
-		if p := e.progress; p >= e.input && p < capAt && e.room > 0 && lazyKV {
+	for {
+		lim := int(min(int64(len(run)), int64(i)+max(bud, 0)))
+		from := i
+		for i < lim {
+			e := &run[i]
+			p := e.progress
+			if p < e.input || p >= capAt || e.room <= 0 {
+				break
+			}
 			e.room--
 			e.lazy++
-			bud--
 			e.numNew, e.stamp = 1, step
-			decReqs++
 			decCtx += int64(p)
 			e.progress = p + 1
-			if p+1 >= e.input+max(e.output, 1)-1 || p+1 >= capAt {
+			if p+1 >= e.end {
 				work = append(work, int32(i))
 			}
-			continue
+			i++
+		}
+		bud -= int64(i - from)
+		decReqs += int64(i - from)
+		if i >= len(run) || bud <= 0 {
+			break
 		}
 		*budget = bud
 		sh.DecodeRequests += decReqs
@@ -488,6 +512,7 @@ func (s *simulation) scheduleRunning(in *instance, budget *int64) (preempted boo
 		if stop {
 			break
 		}
+		i++
 	}
 	*budget = bud
 	sh.DecodeRequests += decReqs
@@ -578,6 +603,8 @@ func (s *simulation) admitWaiting(in *instance, now, budget int64) {
 				return
 			}
 			budget--
+			e := &in.running[len(in.running)-1]
+			e.end = in.endOf(e)
 			continue
 		}
 		var cached, gpuBlocks, cpuBlocks int32
@@ -640,7 +667,9 @@ func (s *simulation) admitWaiting(in *instance, now, budget int64) {
 		})
 		in.cold = append(in.cold, runCold{kv: *t})
 		*t = kvcache.Table{}
-		in.setRoom(&in.running[len(in.running)-1], &in.cold[len(in.cold)-1].kv)
+		e := &in.running[len(in.running)-1]
+		e.end = in.endOf(e)
+		in.setRoom(e, &in.cold[len(in.cold)-1].kv)
 		r.state = stRunning
 		r.scheduledAt = now
 		r.schedDelay = now - r.arrival
