@@ -24,7 +24,7 @@ func init() {
 // clusterRef parses a TYPE/NAME argument naming an object in the cluster (TYPE as `blis get`
 // accepts it: evaluation/NAME, ev/NAME, study/NAME, ...). An existing file of that path is
 // not a reference: a file wins, so `blis report ev/result.json` still reads the file.
-func clusterRef(arg string) (*resource, string, bool) {
+func clusterRef(arg string) (*kubeResource, string, bool) {
 	typ, name, ok := strings.Cut(arg, "/")
 	if !ok || name == "" || strings.Contains(name, "/") {
 		return nil, "", false
@@ -46,7 +46,7 @@ func resolveClusterEvaluation(ctx context.Context, arg string) (*report.Data, bo
 	if !ok || r.plural != "evaluations" {
 		return nil, false, nil
 	}
-	k, err := cluster.kube.connect()
+	k, err := clusterOpts.kube.connect()
 	if err != nil {
 		return nil, true, err
 	}
@@ -54,7 +54,7 @@ func resolveClusterEvaluation(ctx context.Context, arg string) (*report.Data, bo
 	if err := k.client.Get(ctx, client.ObjectKey{Namespace: k.namespace, Name: name}, &ev); err != nil {
 		return nil, true, err
 	}
-	d, err := evaluationReport(ctx, k.client, &ev, cluster.statusOnly, startProgress(os.Stderr))
+	d, err := evaluationReport(ctx, k.client, &ev, clusterOpts.statusOnly, startProgress(os.Stderr))
 	return d, true, err
 }
 
@@ -65,7 +65,7 @@ func resolveClusterStudy(ctx context.Context, arg string) (*report.StudyData, bo
 	if !ok || r.plural != "policystudies" {
 		return nil, false, nil
 	}
-	k, err := cluster.kube.connect()
+	k, err := clusterOpts.kube.connect()
 	if err != nil {
 		return nil, true, err
 	}

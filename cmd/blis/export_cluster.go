@@ -35,7 +35,7 @@ func exportFromCluster(ctx context.Context, fl *pflag.FlagSet, f *exportFlags, a
 			return nil, fmt.Errorf("--%s describes a cluster of the file mode; %s reads its SimulatedCluster from the cluster", n, arg)
 		}
 	}
-	opts := cluster.kube
+	opts := clusterOpts.kube
 	opts.namespace = f.opts.Namespace
 	k, err := opts.connect()
 	if err != nil {

@@ -24,8 +24,8 @@ func init() {
 	subcommands = append(subcommands, newGetCommand)
 }
 
-// resource is one kind of the project's resources as `blis get` lists it.
-type resource struct {
+// kubeResource is one kind of the project's resources as `blis get` lists it.
+type kubeResource struct {
 	// plural is the canonical name (evaluations); kind the Kind (Evaluation).
 	plural, kind string
 	// aliases are the other names accepted for it: singular, kubectl's short names, and the
@@ -37,18 +37,18 @@ type resource struct {
 	// items returns the objects of a list.
 	items func(client.ObjectList) []client.Object
 	// columns are the table's columns between NAME and AGE; wide ones only with -o wide.
-	columns []column
+	columns []tableColumn
 }
 
-// column is one table column.
-type column struct {
+// tableColumn is one table column.
+type tableColumn struct {
 	header string
 	wide   bool
 	value  func(client.Object) string
 }
 
-// resources are the kinds `blis get` knows, in the order help lists them.
-var resources = []*resource{
+// kubeResources are the kinds `blis get` knows, in the order help lists them.
+var kubeResources = []*kubeResource{
 	{
 		plural: "evaluations", kind: "Evaluation",
 		aliases:   []string{"evaluation", "ev", "eval", "evals"},
@@ -114,9 +114,9 @@ func itemsOf[T any, PT interface {
 }
 
 // lookupResource finds a resource by any of its names (case-insensitive).
-func lookupResource(name string) *resource {
+func lookupResource(name string) *kubeResource {
 	name = strings.ToLower(name)
-	for _, r := range resources {
+	for _, r := range kubeResources {
 		if r.plural == name || stringIn(r.aliases, name) {
 			return r
 		}
@@ -126,8 +126,8 @@ func lookupResource(name string) *resource {
 
 // resourceNames lists the names `blis get` accepts, for messages.
 func resourceNames() string {
-	names := make([]string, 0, len(resources))
-	for _, r := range resources {
+	names := make([]string, 0, len(kubeResources))
+	for _, r := range kubeResources {
 		names = append(names, r.plural+" ("+strings.Join(r.aliases, ", ")+")")
 	}
 	return strings.Join(names, "; ")
@@ -244,7 +244,7 @@ func runGet(ctx context.Context, stdout, stderr io.Writer, f *getFlags, args []s
 }
 
 // writeTable writes objs as kubectl's aligned table.
-func writeTable(w io.Writer, r *resource, objs []client.Object, wide, withNamespace bool, now time.Time) error {
+func writeTable(w io.Writer, r *kubeResource, objs []client.Object, wide, withNamespace bool, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
 	var header []string
 	if withNamespace {
@@ -277,7 +277,7 @@ func writeTable(w io.Writer, r *resource, objs []client.Object, wide, withNamesp
 
 // writeObjects prints the objects as YAML or JSON: one object when one name was asked for,
 // else a v1 List, as kubectl does. Managed fields are left out, as kubectl leaves them out.
-func writeObjects(w io.Writer, r *resource, objs []client.Object, single bool, format string) error {
+func writeObjects(w io.Writer, r *kubeResource, objs []client.Object, single bool, format string) error {
 	items := make([]any, len(objs))
 	for i, o := range objs {
 		o.SetManagedFields(nil)
@@ -357,7 +357,7 @@ func cellHash(h string) string {
 	return cellOrNone(h)
 }
 
-var evaluationColumns = []column{
+var evaluationColumns = []tableColumn{
 	{header: "PHASE", value: func(o client.Object) string { return cellOrNone(string(o.(*blisv1alpha1.Evaluation).Status.Phase)) }},
 	{header: "READY", value: func(o client.Object) string {
 		return conditionStatus(o.(*blisv1alpha1.Evaluation).Status.Conditions, blisv1alpha1.ConditionReady)
@@ -390,7 +390,7 @@ func evalMetric(f func(*blisv1alpha1.EvaluationMetrics) float64) func(client.Obj
 	}
 }
 
-var studyColumns = []column{
+var studyColumns = []tableColumn{
 	{header: "ALGORITHM", value: func(o client.Object) string {
 		return cellOrNone(string(o.(*blisv1alpha1.PolicyStudy).Spec.Algorithm.Name))
 	}},
@@ -432,7 +432,7 @@ var studyColumns = []column{
 	}},
 }
 
-var bundleColumns = []column{
+var bundleColumns = []tableColumn{
 	{header: "ADMISSION", value: func(o client.Object) string {
 		if a := o.(*blisv1alpha1.PolicyBundle).Spec.Admission; a != nil {
 			return cellOrNone(a.Policy)
@@ -481,7 +481,7 @@ var bundleColumns = []column{
 	}},
 }
 
-var clusterColumns = []column{
+var clusterColumns = []tableColumn{
 	{header: "MODEL", value: func(o client.Object) string { return cellOrNone(o.(*blisv1alpha1.SimulatedCluster).Spec.Model.Name) }},
 	{header: "GPU", value: func(o client.Object) string { return cellOrNone(o.(*blisv1alpha1.SimulatedCluster).Spec.GPU) }},
 	{header: "TP", value: func(o client.Object) string {
@@ -526,7 +526,7 @@ var clusterColumns = []column{
 	}},
 }
 
-var workloadColumns = []column{
+var workloadColumns = []tableColumn{
 	{header: "CATEGORY", value: func(o client.Object) string { return cellOrNone(o.(*blisv1alpha1.WorkloadSpec).Spec.Category) }},
 	{header: "RATE", value: func(o client.Object) string { return cellOptNum(o.(*blisv1alpha1.WorkloadSpec).Spec.AggregateRate) }},
 	{header: "REQUESTS", value: func(o client.Object) string {

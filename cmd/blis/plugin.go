@@ -34,9 +34,9 @@ func setDisplayName(root *cobra.Command, name string) {
 // files need not know about clusters.
 var clusterCommands = []string{"report", "compare", "export"}
 
-// cluster holds the connection flags of the command being run. Cluster sources of report and
+// clusterOpts holds the connection flags of the command being run. Cluster sources of report and
 // compare are called with only a context and an argument, so they read the flags here.
-var cluster = &clusterFlags{}
+var clusterOpts = &clusterFlags{}
 
 // clusterFlags are the flags of the commands that read a cluster.
 type clusterFlags struct {
@@ -50,7 +50,7 @@ type clusterFlags struct {
 // --status-only), and every command --quiet, which turns the progress bar off. It binds a
 // fresh set of flags each time so that commands built in tests do not share state.
 func addClusterFlags(root *cobra.Command) {
-	cluster = &clusterFlags{}
+	clusterOpts = &clusterFlags{}
 	progressQuiet = false
 	root.PersistentFlags().BoolVarP(&progressQuiet, "quiet", "q", false, "no progress bar on standard error")
 	for _, c := range root.Commands() {
@@ -58,9 +58,9 @@ func addClusterFlags(root *cobra.Command) {
 		if !stringIn(clusterCommands, name) {
 			continue
 		}
-		cluster.kube.addFlags(c.Flags())
+		clusterOpts.kube.addFlags(c.Flags())
 		if (name == "report" || name == "compare") && c.Flags().Lookup("status-only") == nil {
-			c.Flags().BoolVar(&cluster.statusOnly, "status-only", false,
+			c.Flags().BoolVar(&clusterOpts.statusOnly, "status-only", false,
 				"for Evaluations in the cluster: report their stored status instead of re-running them locally (no distributions or time series)")
 		}
 	}
