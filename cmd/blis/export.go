@@ -113,7 +113,7 @@ Targets: ` + strings.Join(llmd.TargetNames(), ", ") + ` (default ` + llmd.Defaul
 	fl.BoolVar(&f.opts.Strict, "strict", false, "refuse every approximation instead of warning")
 	fl.BoolVar(&f.opts.InferencePool, "inference-pool", false, "also write an InferencePool")
 	fl.StringVar(&f.opts.Name, "name", export.DefaultName, "InferencePool name, endpoint picker Service prefix and the pods' app label")
-	fl.StringVarP(&f.opts.Namespace, "namespace", "n", "", "namespace of the generated objects (default: none)")
+	fl.StringVarP(&f.opts.Namespace, "namespace", "n", "", "namespace of the generated objects (default: none); with TYPE/NAME also where they are read")
 	fl.Int32Var(&f.opts.TargetPort, "target-port", export.DefaultTargetPort, "model servers' port")
 	fl.StringVar(&f.opts.PrometheusAddress, "prometheus", export.DefaultPrometheusAddress, "Prometheus server the ScaledObject queries")
 
