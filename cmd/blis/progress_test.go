@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"os"
 	"strings"
 	"sync"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/inference-sim/blis-operator/internal/engine/sim"
+	"github.com/inference-sim/blis-operator/internal/evaluation"
 	"github.com/inference-sim/blis-operator/internal/study"
 )
 
@@ -184,5 +187,56 @@ func TestNoProgressBarWhenPiped(t *testing.T) {
 	}
 	if strings.Contains(out, "\r") || strings.Contains(errOut, "\r") {
 		t.Errorf("carriage returns in piped output: %q", errOut)
+	}
+}
+
+// TestProgressBarDoesNotChangeResults runs the quick start with and without a bar (on a fake
+// terminal whose clock jumps a second per reading, so it draws on every report): the statuses
+// are identical and the bar did draw.
+func TestProgressBarDoesNotChangeResults(t *testing.T) {
+	var m evaluation.Manifests
+	if err := m.Add(evaluation.DefaultManifestName, evaluation.DefaultManifests()); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := m.Select("", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int64(400)
+	ev.Spec.NumRequests = &n
+	in, err := m.Inputs(ev, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := evaluation.Resolve(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := evaluation.RunWithOptions(context.Background(), r, evaluation.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	var mu sync.Mutex
+	clk := newFakeClock()
+	b := newProgressBar(&out, func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		clk.advance(time.Second)
+		return clk.t
+	}, fixedWidth(200))
+	b.setSeeds(len(r.Document.Seeds))
+	withBar, err := evaluation.RunWithOptions(context.Background(), r, evaluation.Options{Progress: b.evalFunc()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.stop()
+	a, _ := json.Marshal(plain.Status())
+	c, _ := json.Marshal(withBar.Status())
+	if !bytes.Equal(a, c) {
+		t.Fatalf("the bar changed the result:\n%s\n%s", a, c)
+	}
+	if drawsIn(out.String()) == 0 || !strings.Contains(out.String(), "requests finished") {
+		t.Fatalf("the bar did not draw: %q", out.String())
 	}
 }
