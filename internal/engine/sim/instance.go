@@ -502,6 +502,25 @@ func (s *simulation) scheduleRunning(in *instance, budget *int64) (preempted boo
 		if i >= len(run) || bud <= 0 {
 			break
 		}
+		if e := &run[i]; e.progress >= e.input && e.progress < capAt && in.kv.FreeBlocks() > 0 {
+			// A decode token at a block boundary (room is 0) with a free block: growDecode's
+			// allocation, which cannot fail and so cannot preempt.
+			c := &in.cold[i]
+			in.kv.Grow(&c.kv, e.lazy+1, nil)
+			e.lazy = 0
+			in.setRoom(e, &c.kv)
+			bud--
+			decReqs++
+			p := e.progress
+			decCtx += int64(p)
+			e.numNew, e.stamp = 1, step
+			e.progress = p + 1
+			if p+1 >= e.end {
+				work = append(work, int32(i))
+			}
+			i++
+			continue
+		}
 		*budget = bud
 		sh.DecodeRequests += decReqs
 		sh.DecodeContext += decCtx
