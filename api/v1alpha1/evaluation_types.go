@@ -478,6 +478,66 @@ type EvaluationMetrics struct {
 	// +kubebuilder:validation:MaxItems=16
 	// +optional
 	PerClass []ClassMetrics `json:"perClass,omitempty"`
+
+	// pools are the metrics of the prefill and decode pools of a disaggregated cluster.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=2
+	// +optional
+	Pools []PoolMetrics `json:"pools,omitempty"`
+}
+
+// PoolMetrics are the headline metrics of one pool of a disaggregated cluster. The prefill
+// pool's requests are its handoffs (each produced a first token and moved its KV to the decode
+// pool); the decode pool's are the requests that finished there, local ones included.
+type PoolMetrics struct {
+	// name is prefill or decode.
+	// +kubebuilder:validation:Enum=prefill;decode
+	// +required
+	Name string `json:"name"`
+	// replicas is the pool's replica slots (its maxReplicas when autoscaled).
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+	// completedRequests are the prefill pool's handoffs, or the decode pool's completions.
+	// +optional
+	CompletedRequests int64 `json:"completedRequests,omitempty"`
+	// ttftMeanMs is the mean time to first token of the pool's requests.
+	// +optional
+	TtftMeanMs float64 `json:"ttftMeanMs,omitempty"`
+	// ttftP99Ms is the 99th percentile time to first token of the pool's requests.
+	// +optional
+	TtftP99Ms float64 `json:"ttftP99Ms,omitempty"`
+	// itlP99Ms is the 99th percentile inter-token latency (decode pool).
+	// +optional
+	ItlP99Ms float64 `json:"itlP99Ms,omitempty"`
+	// e2eMeanMs is the mean end-to-end latency (decode pool).
+	// +optional
+	E2eMeanMs float64 `json:"e2eMeanMs,omitempty"`
+	// e2eP99Ms is the 99th percentile end-to-end latency (decode pool).
+	// +optional
+	E2eP99Ms float64 `json:"e2eP99Ms,omitempty"`
+	// responsesPerSec is the pool's completed requests (or handoffs) per second.
+	// +optional
+	ResponsesPerSec float64 `json:"responsesPerSec,omitempty"`
+	// tokensPerSec is the pool's output tokens per second.
+	// +optional
+	TokensPerSec float64 `json:"tokensPerSec,omitempty"`
+	// peakKVUtilization is the largest fraction of a replica's KV blocks in use at once.
+	// +optional
+	PeakKVUtilization float64 `json:"peakKVUtilization,omitempty"`
+	// kvTransfers is the number of KV handoffs from the prefill to the decode pool.
+	// +optional
+	KVTransfers int64 `json:"kvTransfers,omitempty"`
+	// kvTransferredBytes is the volume of those handoffs.
+	// +optional
+	KVTransferredBytes int64 `json:"kvTransferredBytes,omitempty"`
+	// kvTransferMeanMs is the mean time of a handoff (link wait, bytes over bandwidth and base
+	// latency).
+	// +optional
+	KVTransferMeanMs float64 `json:"kvTransferMeanMs,omitempty"`
+	// replicaSeconds is the pool's replica time (autoscaled clusters).
+	// +optional
+	ReplicaSeconds float64 `json:"replicaSeconds,omitempty"`
 }
 
 // ClassMetrics are the headline metrics of one SLO class or tenant.

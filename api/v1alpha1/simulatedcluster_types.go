@@ -427,8 +427,11 @@ const (
 	PoolDecode PoolRole = "decode"
 )
 
-// ReplicaPoolSpec is a group of identical replicas.
+// ReplicaPoolSpec is a group of identical replicas. A prefill or decode pool may override the
+// cluster's GPU, some engine settings and the latency model; its other settings are the
+// cluster's.
 //
+// +kubebuilder:validation:XValidation:rule="self.role != 'monolithic' || (!has(self.gpu) && !has(self.engine) && !has(self.latencyModel))",message="gpu, engine and latencyModel overrides apply only to prefill and decode pools",fieldPath=".role"
 // +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || self.minReplicas <= self.replicas",message="minReplicas must not exceed replicas",fieldPath=".minReplicas"
 // +kubebuilder:validation:XValidation:rule="!has(self.maxReplicas) || self.replicas <= self.maxReplicas",message="replicas must not exceed maxReplicas",fieldPath=".maxReplicas"
 type ReplicaPoolSpec struct {
@@ -461,6 +464,61 @@ type ReplicaPoolSpec struct {
 	// +kubebuilder:validation:Maximum=1024
 	// +optional
 	MaxReplicas *int32 `json:"maxReplicas,omitempty"`
+
+	// gpu is this pool's accelerator type (prefill and decode pools only); absent: the
+	// cluster's.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][-A-Za-z0-9_.]*$`
+	// +optional
+	GPU string `json:"gpu,omitempty"`
+
+	// engine overrides engine settings for this pool (prefill and decode pools only); fields
+	// left out are the cluster's.
+	// +optional
+	Engine *PoolEngineSpec `json:"engine,omitempty"`
+
+	// latencyModel replaces the cluster's latency model for this pool (prefill and decode
+	// pools only).
+	// +optional
+	LatencyModel *LatencyModelSpec `json:"latencyModel,omitempty"`
+}
+
+// PoolEngineSpec are the engine settings a prefill or decode pool may set differently from the
+// cluster. The KV block size stays the cluster's: a transferred prompt keeps its block layout.
+//
+// +kubebuilder:validation:XValidation:rule="!(has(self.gpuMemoryUtilization) && has(self.totalKVBlocks))",message="set gpuMemoryUtilization or totalKVBlocks, not both",fieldPath=".totalKVBlocks"
+type PoolEngineSpec struct {
+	// tensorParallelSize is the number of GPUs a layer is split across in this pool.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=64
+	// +optional
+	TensorParallelSize int32 `json:"tensorParallelSize,omitempty"`
+
+	// maxNumSeqs is the most requests a replica of this pool runs in one batch.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65536
+	// +optional
+	MaxNumSeqs int32 `json:"maxNumSeqs,omitempty"`
+
+	// maxNumBatchedTokens is the token budget of one engine step in this pool.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=16777216
+	// +optional
+	MaxNumBatchedTokens int32 `json:"maxNumBatchedTokens,omitempty"`
+
+	// gpuMemoryUtilization is the fraction of GPU memory vLLM may use in this pool (it
+	// replaces the cluster's totalKVBlocks).
+	// +kubebuilder:validation:ExclusiveMinimum=true
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1
+	// +optional
+	GpuMemoryUtilization *float64 `json:"gpuMemoryUtilization,omitempty"`
+
+	// totalKVBlocks fixes the number of GPU KV blocks per replica of this pool.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	TotalKVBlocks *int64 `json:"totalKVBlocks,omitempty"`
 }
 
 // KVTransferSpec models moving a prefilled KV cache to a decode replica:

@@ -104,6 +104,10 @@ type PDDoc struct {
 	NonCachedTokens int32   `json:"nonCachedTokens,omitempty"`
 	BandwidthGBps   float64 `json:"bandwidthGBps"`
 	BaseLatencyUs   int64   `json:"baseLatencyUs,omitempty"`
+	// Prefill and Decode are a pool's own instance (its GPU, engine settings or latency model
+	// differ from the cluster's); nil: the cluster's Instance.
+	Prefill *model.InstanceSpec `json:"prefill,omitempty"`
+	Decode  *model.InstanceSpec `json:"decode,omitempty"`
 }
 
 // KVTierDoc is a CPU KV tier: capacity per replica, transfer bandwidth and base latency, and

@@ -106,3 +106,73 @@ func TestEvaluationDisaggregationAutoscaled(t *testing.T) {
 		}
 	}
 }
+
+// TestEvaluationPoolOverrides: a prefill pool on TP2 and a decode pool on A100-80 with the
+// roofline model resolve through the model package like the cluster; status.metrics.pools
+// reports both pools, and the faster prefill pool lowers the prefill TTFT.
+func TestEvaluationPoolOverrides(t *testing.T) {
+	run := func(mod func(pools []blisv1alpha1.ReplicaPoolSpec)) (*Resolved, blisv1alpha1.EvaluationStatus) {
+		t.Helper()
+		in := baseInputs(t)
+		in.Spec.Seeds = []int64{1, 2}
+		c := in.Cluster.DeepCopy()
+		c.Spec.Pools = []blisv1alpha1.ReplicaPoolSpec{{Name: "p", Role: blisv1alpha1.PoolPrefill, Replicas: 1}, {Name: "d", Role: blisv1alpha1.PoolDecode, Replicas: 2}}
+		mod(c.Spec.Pools)
+		in.Cluster = c
+		r := mustResolve(t, in)
+		res, err := Run(context.Background(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, res.Status()
+	}
+	_, plain := run(func([]blisv1alpha1.ReplicaPoolSpec) {})
+	r, st := run(func(p []blisv1alpha1.ReplicaPoolSpec) {
+		p[0].Engine = &blisv1alpha1.PoolEngineSpec{TensorParallelSize: 2}
+		p[1].GPU = "A100-80"
+		p[1].LatencyModel = &blisv1alpha1.LatencyModelSpec{Backend: blisv1alpha1.LatencyRoofline}
+	})
+	pd := r.Document.Cluster.PD
+	if pd.Prefill == nil || pd.Prefill.Engine.TensorParallelSize != 2 || pd.Decode == nil || pd.Decode.GPU != "A100-80" || pd.Decode.LatencyModel != "roofline" {
+		t.Fatalf("document pools: prefill %+v, decode %+v", pd.Prefill, pd.Decode)
+	}
+	if r.plan.pools[0] == nil || r.plan.pools[1] == nil || r.plan.pools[1].Latency.Name() == r.plan.instance.Latency.Name() {
+		t.Fatalf("plan pools %+v", r.plan.pools)
+	}
+	for _, s := range []blisv1alpha1.EvaluationStatus{plain, st} {
+		ps := s.Metrics.Pools
+		if len(ps) != 2 || ps[0].Name != "prefill" || ps[1].Name != "decode" || ps[0].Replicas != 1 || ps[1].Replicas != 2 {
+			t.Fatalf("status pools %+v", ps)
+		}
+		if ps[1].CompletedRequests != s.Metrics.CompletedRequests || ps[0].CompletedRequests != ps[0].KVTransfers || ps[0].KVTransfers == 0 ||
+			ps[0].KVTransfers != ps[1].KVTransfers || ps[0].TtftP99Ms <= 0 || ps[1].ItlP99Ms <= 0 || ps[1].PeakKVUtilization <= 0 {
+			t.Errorf("status pools %+v, completed %d", ps, s.Metrics.CompletedRequests)
+		}
+	}
+	if !(st.Metrics.Pools[0].TtftMeanMs < plain.Metrics.Pools[0].TtftMeanMs) {
+		t.Errorf("prefill TTFT mean %.3f ms on TP2, %.3f ms on TP1", st.Metrics.Pools[0].TtftMeanMs, plain.Metrics.Pools[0].TtftMeanMs)
+	}
+
+	for _, bad := range []struct {
+		name string
+		mod  func(c *blisv1alpha1.SimulatedClusterSpec)
+		want string
+	}{
+		{"monolithic override", func(c *blisv1alpha1.SimulatedClusterSpec) {
+			c.Pools = []blisv1alpha1.ReplicaPoolSpec{{Name: "m", Replicas: 2, GPU: "A100-80"}}
+		}, "pools[0].role: gpu, engine and latencyModel overrides apply only to prefill and decode pools"},
+		{"prefill pools differ", func(c *blisv1alpha1.SimulatedClusterSpec) {
+			c.Pools = append(c.Pools, blisv1alpha1.ReplicaPoolSpec{Name: "p2", Role: blisv1alpha1.PoolPrefill, Replicas: 1, GPU: "A100-80"})
+		}, "pools[2]: prefill pools with different gpu, engine or latencyModel are not simulated"},
+		{"unknown pool GPU", func(c *blisv1alpha1.SimulatedClusterSpec) { c.Pools[1].GPU = "NOPE" }, "decode pool"},
+	} {
+		in := baseInputs(t)
+		cc := in.Cluster.DeepCopy()
+		cc.Spec.Pools = []blisv1alpha1.ReplicaPoolSpec{{Name: "p", Role: blisv1alpha1.PoolPrefill, Replicas: 1}, {Name: "d", Role: blisv1alpha1.PoolDecode, Replicas: 2}}
+		bad.mod(&cc.Spec)
+		in.Cluster = cc
+		if _, err := Resolve(in); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s: error %v, want %q", bad.name, err, bad.want)
+		}
+	}
+}

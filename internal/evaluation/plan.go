@@ -27,6 +27,8 @@ const (
 // plan is a loaded document, ready to run.
 type plan struct {
 	instance sim.InstanceConfig
+	// pools are the prefill and decode pools' own instances (nil: instance).
+	pools    [2]*sim.InstanceConfig
 	replicas int
 	bundle   *policy.Bundle
 	// autoscale is the autoscaler of every seed (nil: fixed replicas); slots are its max.
@@ -212,6 +214,13 @@ func (p *plan) config(doc *Document, seed int64, horizon int64) *sim.Config {
 	cfg.Instances = make([]sim.InstanceConfig, n)
 	for i := range cfg.Instances {
 		cfg.Instances[i] = p.instance
+		k := 0
+		if p.pd != nil && i >= p.pd.PrefillInstances {
+			k = 1
+		}
+		if pi := p.pools[k]; pi != nil && p.pd != nil {
+			cfg.Instances[i] = *pi
+		}
 	}
 	return cfg
 }
@@ -390,9 +399,55 @@ func (p *plan) setAutoscale(doc *Document, b *policy.Bundle, notes *[]string) er
 	return err
 }
 
+// poolInstances resolves the prefill and decode pools' own instances through the model
+// package, as the cluster's. The KV transfer's bytes per token are the prefill pool's model's
+// (the whole model's KV, over all tensor-parallel shards).
+func (p *plan) poolInstances(c *ClusterDoc, blockSize int32) error {
+	if c.PD == nil {
+		return nil
+	}
+	for k, spec := range []*model.InstanceSpec{c.PD.Prefill, c.PD.Decode} {
+		if spec == nil {
+			continue
+		}
+		role := [2]string{"prefill", "decode"}[k]
+		r, err := model.Resolve(*spec)
+		if err != nil {
+			return fmt.Errorf("%s pool: %w", role, err)
+		}
+		inst, err := sim.InstanceFromResolved(r)
+		if err != nil {
+			return fmt.Errorf("%s pool: %w", role, err)
+		}
+		if inst.CPUTier, err = cpuTier(r, &inst, c.CPUTier); err != nil {
+			return fmt.Errorf("%s pool: %w", role, err)
+		}
+		if inst.BlockSize != blockSize {
+			return fmt.Errorf("%s pool: KV block size %d differs from the cluster's %d", role, inst.BlockSize, blockSize)
+		}
+		p.pools[k] = &inst
+		if k == 0 {
+			p.pd.BytesPerToken = r.Model.KVCacheBytesPerToken()
+		}
+	}
+	return nil
+}
+
+// cpuTier is the CPU KV tier of a resolved instance (nil when the cluster has none): a block's
+// bytes are the model's KV bytes per token times the block size.
+func cpuTier(r *model.Resolved, inst *sim.InstanceConfig, t *KVTierDoc) (*sim.KVTierConfig, error) {
+	if t == nil {
+		return nil, nil
+	}
+	c := &sim.KVTierConfig{
+		CapacityBlocks: int32(min(t.CapacityBlocks, math.MaxInt32)), BandwidthGBps: t.BandwidthGBps, BaseLatencyUs: t.BaseLatencyUs,
+		BlockBytes: r.Model.KVCacheBytesPerToken() * int64(inst.BlockSize), OffloadThreshold: t.OffloadThreshold,
+	}
+	return c, c.Validate()
+}
+
 // replica builds the replica of a resolved instance, with its CPU KV tier when the cluster has
-// one (a block's bytes are the model's KV bytes per token times the block size), and the plan's
-// disaggregation.
+// one, and the plan's disaggregation with the pools' own instances.
 func (p *plan) replica(r *model.Resolved, c *ClusterDoc) (sim.InstanceConfig, error) {
 	inst, err := sim.InstanceFromResolved(r)
 	if err != nil {
@@ -407,13 +462,14 @@ func (p *plan) replica(r *model.Resolved, c *ClusterDoc) (sim.InstanceConfig, er
 			return inst, err
 		}
 	}
-	t := c.CPUTier
-	if t == nil {
+	if err := p.poolInstances(c, inst.BlockSize); err != nil {
+		return inst, err
+	}
+	if c.CPUTier == nil {
 		return inst, nil
 	}
-	inst.CPUTier = &sim.KVTierConfig{
-		CapacityBlocks: int32(min(t.CapacityBlocks, math.MaxInt32)), BandwidthGBps: t.BandwidthGBps, BaseLatencyUs: t.BaseLatencyUs,
-		BlockBytes: r.Model.KVCacheBytesPerToken() * int64(inst.BlockSize), OffloadThreshold: t.OffloadThreshold,
+	if inst.CPUTier, err = cpuTier(r, &inst, c.CPUTier); err != nil {
+		return inst, err
 	}
 	return inst, inst.Validate()
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -414,7 +415,85 @@ func resolveCluster(o owner, s *blisv1alpha1.SimulatedClusterSpec) (ClusterDoc, 
 		is.ModelConfigJSON = js
 	}
 	d.Instance = is
+	if d.PD != nil {
+		if d.PD.Prefill, d.PD.Decode, err = resolvePoolInstances(o, s, &is); err != nil {
+			return d, nil, err
+		}
+		if d.PD.Prefill == nil && d.PD.Decode == nil {
+			notes = append(notes, "pools: prefill and decode replicas share the cluster's model, GPU, engine settings and latency model")
+		}
+	}
 	return d, notes, nil
+}
+
+// resolvePoolInstances maps the prefill and decode pools' overrides (gpu, engine, latencyModel)
+// onto each role's instance, the cluster's instance with the overrides applied (nil: a role
+// without overrides). The pools of one role must agree: the engine models one prefill and one
+// decode pool. A latency model override replaces the cluster's backend and coefficients.
+func resolvePoolInstances(o owner, s *blisv1alpha1.SimulatedClusterSpec, base *model.InstanceSpec) (*model.InstanceSpec, *model.InstanceSpec, error) {
+	var out [2]*model.InstanceSpec
+	first := [2]int{-1, -1}
+	for i := range s.Pools {
+		p := &s.Pools[i]
+		k := 0
+		switch p.Role {
+		case blisv1alpha1.PoolPrefill:
+		case blisv1alpha1.PoolDecode:
+			k = 1
+		default:
+			continue
+		}
+		var spec *model.InstanceSpec
+		if p.GPU != "" || p.Engine != nil || p.LatencyModel != nil {
+			cp := *base
+			spec = &cp
+			if p.GPU != "" {
+				spec.GPU = p.GPU
+			}
+			if e := p.Engine; e != nil {
+				if e.GpuMemoryUtilization != nil && e.TotalKVBlocks != nil {
+					return nil, nil, o.err(ReasonInvalidSpec, fmt.Sprintf("pools[%d].engine.totalKVBlocks", i), errors.New("set gpuMemoryUtilization or totalKVBlocks, not both"))
+				}
+				if e.TensorParallelSize != 0 {
+					spec.Engine.TensorParallelSize = int(e.TensorParallelSize)
+				}
+				if e.MaxNumSeqs != 0 {
+					spec.Engine.MaxNumSeqs = int64(e.MaxNumSeqs)
+				}
+				if e.MaxNumBatchedTokens != 0 {
+					spec.Engine.MaxNumBatchedTokens = int64(e.MaxNumBatchedTokens)
+				}
+				if e.GpuMemoryUtilization != nil {
+					spec.Engine.GPUMemoryUtilization, spec.Engine.TotalKVBlocks = *e.GpuMemoryUtilization, 0
+				}
+				if e.TotalKVBlocks != nil {
+					spec.Engine.TotalKVBlocks = *e.TotalKVBlocks
+				}
+			}
+			if lm := p.LatencyModel; lm != nil {
+				backend := lm.Backend
+				if backend == "" {
+					backend = blisv1alpha1.LatencyTrainedPhysics
+				}
+				spec.LatencyModel, spec.AlphaCoeffs, spec.BetaCoeffs = string(backend), nil, nil
+				if len(lm.AlphaCoeffs) > 0 {
+					spec.AlphaCoeffs = append([]float64(nil), lm.AlphaCoeffs...)
+				}
+				if len(lm.BetaCoeffs) > 0 {
+					spec.BetaCoeffs = append([]float64(nil), lm.BetaCoeffs...)
+				}
+			}
+		}
+		if first[k] < 0 {
+			first[k], out[k] = i, spec
+			continue
+		}
+		if !reflect.DeepEqual(out[k], spec) {
+			return nil, nil, o.err(ReasonUnsupported, fmt.Sprintf("pools[%d]", i),
+				fmt.Errorf("%s pools with different gpu, engine or latencyModel are not simulated (pools[%d] differs from pools[%d]); the engine models one %s pool", p.Role, i, first[k], p.Role))
+		}
+	}
+	return out[0], out[1], nil
 }
 
 // refresh converts a signal's refresh rule (nil: the engine's default for the signal).
@@ -501,6 +580,9 @@ func resolvePools(o owner, s *blisv1alpha1.SimulatedClusterSpec) (int, *PDDoc, [
 			mono += int(p.Replicas)
 		}
 		total += int(p.Replicas)
+		if (p.Role == "" || p.Role == blisv1alpha1.PoolMonolithic) && (p.GPU != "" || p.Engine != nil || p.LatencyModel != nil) {
+			return 0, nil, nil, o.err(ReasonInvalidSpec, fmt.Sprintf("pools[%d].role", i), errors.New("gpu, engine and latencyModel overrides apply only to prefill and decode pools"))
+		}
 		if (p.MinReplicas != nil || p.MaxReplicas != nil) && s.Autoscaling == nil {
 			notes = append(notes, fmt.Sprintf("pool %s: minReplicas/maxReplicas apply only with autoscaling; the pool keeps its %d replicas", p.Name, p.Replicas))
 		}
@@ -535,7 +617,6 @@ func resolvePools(o owner, s *blisv1alpha1.SimulatedClusterSpec) (int, *PDDoc, [
 		}
 		pd.BaseLatencyUs, pd.NonCachedTokens = t.BaseLatencyUs, t.DirectDecodeThreshold
 	}
-	notes = append(notes, "pools: prefill and decode replicas share the cluster's model, GPU, engine settings and latency model")
 	return total, pd, notes, nil
 }
 

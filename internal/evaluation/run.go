@@ -35,6 +35,8 @@ type SeedResult struct {
 	// only when the trace level is not none), for ReportData; nil for the other seeds.
 	dists  []metrics.Distribution
 	series *sim.Series
+	// pools are the prefill and decode pools' metrics (disaggregated clusters only).
+	pools []poolRow
 }
 
 // classRow is one class's metrics, aligned with classDefs.
@@ -154,8 +156,13 @@ func (p *plan) runSeed(doc *Document, seed int64, first bool, progress func(int6
 			x.kvPeak = max(x.kvPeak, float64(res.Instances[i].PeakKVBlocks)/float64(total))
 		}
 	}
+	if pd := res.PD; pd != nil {
+		// Pools may have their own KV capacity: the engine's per-pool peaks.
+		x.kvPeak = max(pd.PrefillPeakKVUtilization, pd.DecodePeakKVUtilization)
+	}
 	sr := p.extract(seed, x)
 	sr.trace, sr.names = res.Trace, names
+	sr.pools = poolRows(res, names, targets)
 	if first {
 		sr.dists = metrics.Distributions(res.Collectors, res.Gateway, names)
 		sr.series = res.Series

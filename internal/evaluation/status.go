@@ -109,6 +109,7 @@ func (r *Result) ApplyTo(status *blisv1alpha1.EvaluationStatus) {
 		}
 		m.PerClass = append(m.PerClass, cm)
 	}
+	m.Pools = r.poolMetrics()
 	status.Metrics = m
 
 	status.Replicates = nil
