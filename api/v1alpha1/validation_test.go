@@ -299,6 +299,10 @@ var invalidCases = []invalidCase{
 		"spec.pools", "at least 1 items"},
 	{"cluster: duplicate pool names", baseCluster, []edit{to("spec.pools", "[{name: a, replicas: 1}, {name: a, replicas: 2}]")},
 		"spec.pools[1]", "Duplicate value"},
+	{"cluster: pool overrides on a monolithic pool", baseCluster, []edit{to("spec.pools", "[{name: a, replicas: 1, gpu: A100-80}]")},
+		"spec.pools[0].role", "apply only to prefill and decode pools"},
+	{"cluster: pool with both KV sizings", baseCluster, []edit{to("spec.pools", "[{name: p, role: prefill, replicas: 1, engine: {gpuMemoryUtilization: 0.8, totalKVBlocks: 100}}, {name: d, role: decode, replicas: 1}]")},
+		"spec.pools[0].engine.totalKVBlocks", "not both"},
 	{"cluster: missing model", baseCluster, []edit{del("spec.model")},
 		"spec.model", "Required value"},
 	{"cluster: unknown weight dtype", baseCluster, []edit{to("spec.model.config", hfConfig), to("spec.model.config.numKeyValueHeads", "2"), to("spec.model.config.torchDtype", "int3")},
@@ -654,6 +658,11 @@ func maximalStatus() blisv1alpha1.EvaluationStatus {
 	for i := 0; i < blisv1alpha1.MaxClassMetrics; i++ {
 		m.PerClass = append(m.PerClass, blisv1alpha1.ClassMetrics{Name: name("class", i, 63), CompletedRequests: 1 << 50,
 			RejectedRequests: 1 << 50, TtftP99Ms: big, E2eP99Ms: big, ItlP99Ms: big, SloAttainment: big, GoodputRps: big})
+	}
+	for _, pool := range []string{"prefill", "decode"} {
+		m.Pools = append(m.Pools, blisv1alpha1.PoolMetrics{Name: pool, Replicas: 1024, CompletedRequests: 1 << 50, TtftMeanMs: big,
+			TtftP99Ms: big, ItlP99Ms: big, E2eMeanMs: big, E2eP99Ms: big, ResponsesPerSec: big, TokensPerSec: big, PeakKVUtilization: big,
+			KVTransfers: 1 << 50, KVTransferredBytes: 1 << 60, KVTransferMeanMs: big, ReplicaSeconds: big})
 	}
 	st.Metrics = m
 	for i := 0; i < blisv1alpha1.MaxFitnessValues; i++ {
