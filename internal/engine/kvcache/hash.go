@@ -95,6 +95,21 @@ func PromptBlockHashes(dst []uint64, segs []workload.Segment, inputLen, blockSiz
 			}
 			break
 		}
+		if sg := &segs[si]; sg.Length-segPos >= blockSize {
+			// The block lies within one segment: it is the single run the loop below would
+			// build, without the merging bookkeeping (the common case of long segments).
+			off := sg.Offset + segPos
+			segPos += blockSize
+			if segPos == sg.Length {
+				si, segPos = si+1, 0
+			}
+			h = mix(feedRun(h, sg.Key, off, blockSize) ^ blockSalt)
+			if h == NoHash {
+				h = 1
+			}
+			dst = append(dst, h)
+			continue
+		}
 		need := blockSize
 		var pk uint64
 		var po, pl int32
