@@ -127,9 +127,9 @@ spec:
 	}
 }
 
-// TestEvaluateDisaggregatedAutoscaledSample: the llama70b-pd sample (prefill and decode pools,
-// the decode pool autoscaled within its own bounds, a CPU KV tier) evaluates, with replica time
-// from the autoscaler.
+// TestEvaluateDisaggregatedAutoscaledSample: the llama70b-pd sample (a TP8 prefill pool and a
+// TP4 decode pool autoscaled within its own bounds, a CPU KV tier) evaluates, with replica time
+// from the autoscaler and both pools' metrics.
 func TestEvaluateDisaggregatedAutoscaledSample(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "pd.yaml")
@@ -155,6 +155,10 @@ spec:
 	}
 	if st.Metrics == nil || st.Metrics.CompletedRequests == 0 || st.Metrics.ReplicaSeconds <= 0 {
 		t.Fatalf("metrics %+v", st.Metrics)
+	}
+	if p := st.Metrics.Pools; len(p) != 2 || p[0].Name != "prefill" || p[0].Replicas != 2 || p[1].Name != "decode" || p[1].Replicas != 8 ||
+		p[1].CompletedRequests != st.Metrics.CompletedRequests || p[1].ReplicaSeconds <= 0 {
+		t.Errorf("pool metrics %+v", p)
 	}
 }
 
