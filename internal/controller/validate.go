@@ -160,8 +160,10 @@ func (r *SimulatedClusterReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	st.TotalGPUs, st.KVBlocksPerReplica = 0, 0
 	if v.resolved != nil {
 		if mr, err := model.Resolve(v.resolved.Document.Cluster.Instance); err == nil {
-			st.TotalGPUs = int32(mr.Engine.TotalGPUs() * v.resolved.Document.Cluster.Replicas)
 			st.KVBlocksPerReplica = mr.Engine.TotalKVBlocks
+		}
+		if n, err := v.resolved.Document.Cluster.TotalGPUs(); err == nil {
+			st.TotalGPUs = int32(n)
 		}
 	}
 	return ctrl.Result{}, writeValidated(ctx, r.Client, r.Recorder, &obj, &obj.Status, st, v)

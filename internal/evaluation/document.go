@@ -297,3 +297,34 @@ func ParseEnvelope(data []byte) (*Document, string, error) {
 	}
 	return &doc, env.InputHash, nil
 }
+
+// TotalGPUs is the GPUs of the cluster's initial replicas: each replica's TP x PP x DP, with the
+// prefill and decode pools' own instances where they have them.
+func (c *ClusterDoc) TotalGPUs() (int, error) {
+	gpus := func(s model.InstanceSpec) (int, error) {
+		r, err := model.Resolve(s)
+		if err != nil {
+			return 0, err
+		}
+		return r.Engine.TotalGPUs(), nil
+	}
+	per, err := gpus(c.Instance)
+	if err != nil {
+		return 0, err
+	}
+	if c.PD == nil {
+		return per * c.Replicas, nil
+	}
+	n := [2]int{c.PD.PrefillReplicas, c.Replicas - c.PD.PrefillReplicas}
+	total := 0
+	for k, s := range []*model.InstanceSpec{c.PD.Prefill, c.PD.Decode} {
+		g := per
+		if s != nil {
+			if g, err = gpus(*s); err != nil {
+				return 0, err
+			}
+		}
+		total += g * n[k]
+	}
+	return total, nil
+}

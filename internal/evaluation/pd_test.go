@@ -126,7 +126,7 @@ func TestEvaluationPoolOverrides(t *testing.T) {
 		}
 		return r, res.Status()
 	}
-	_, plain := run(func([]blisv1alpha1.ReplicaPoolSpec) {})
+	rp, plain := run(func([]blisv1alpha1.ReplicaPoolSpec) {})
 	r, st := run(func(p []blisv1alpha1.ReplicaPoolSpec) {
 		p[0].Engine = &blisv1alpha1.PoolEngineSpec{TensorParallelSize: 2}
 		p[1].GPU = "A100-80"
@@ -135,6 +135,14 @@ func TestEvaluationPoolOverrides(t *testing.T) {
 	pd := r.Document.Cluster.PD
 	if pd.Prefill == nil || pd.Prefill.Engine.TensorParallelSize != 2 || pd.Decode == nil || pd.Decode.GPU != "A100-80" || pd.Decode.LatencyModel != "roofline" {
 		t.Fatalf("document pools: prefill %+v, decode %+v", pd.Prefill, pd.Decode)
+	}
+	// GPUs: the prefill replica has TP2, the two decode replicas the cluster's.
+	plainGPUs, err := rp.Document.Cluster.TotalGPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.Document.Cluster.TotalGPUs(); err != nil || plainGPUs%3 != 0 || got != 2+2*(plainGPUs/3) {
+		t.Errorf("total GPUs %d (%v), %d with the cluster's instance everywhere", got, err, plainGPUs)
 	}
 	if r.plan.pools[0] == nil || r.plan.pools[1] == nil || r.plan.pools[1].Latency.Name() == r.plan.instance.Latency.Name() {
 		t.Fatalf("plan pools %+v", r.plan.pools)
