@@ -312,6 +312,10 @@ func (c *Cache) Grow(t *Table, n int32, hashes []uint64) bool {
 	if n > 0 {
 		t.Tokens += n
 	}
+	// Decode growth passes no hashes; testing that first spares it the division.
+	if int32(len(hashes)) <= t.hashed {
+		return true
+	}
 	if full := min(t.Tokens/c.blockSize, int32(len(hashes))); full > t.hashed {
 		c.settle()
 		c.register(t.Blocks[t.hashed:full], hashes[t.hashed:full])
@@ -401,7 +405,12 @@ const batch = 32
 func (c *Cache) take(t *Table, need int32) {
 	blocks, ring, mask := c.blocks, c.ring, c.ringMask
 	n0 := len(t.Blocks)
-	t.Blocks = slices.Grow(t.Blocks, int(need))[:n0+int(need)]
+	if cap(t.Blocks)-n0 < int(need) {
+		t.Blocks = slices.Grow(t.Blocks, int(need))
+	}
+	// Reslicing in place stores only the length: no pointer write, so no write barrier while
+	// the collector runs (callers size their tables, so this is the common case).
+	t.Blocks = t.Blocks[:n0+int(need)]
 	out := t.Blocks[n0:]
 	head := c.head
 	for j := range out {
