@@ -563,11 +563,7 @@ func resolvePolicy(o owner, s *blisv1alpha1.PolicyBundleSpec, cms map[string]map
 func resolvePools(o owner, s *blisv1alpha1.SimulatedClusterSpec) (int, *PDDoc, []string, error) {
 	var notes []string
 	var total, prefill, decode, mono int
-	firstPD := -1
 	for i, p := range s.Pools {
-		if firstPD < 0 && (p.Role == blisv1alpha1.PoolPrefill || p.Role == blisv1alpha1.PoolDecode) {
-			firstPD = i
-		}
 		if p.Replicas < 0 {
 			return 0, nil, nil, o.err(ReasonInvalidSpec, fmt.Sprintf("pools[%d].replicas", i), fmt.Errorf("must be >= 0, got %d", p.Replicas))
 		}
