@@ -22,6 +22,12 @@ import (
 // while in transfer. Its E2E includes the handoff (first token to the first decode step); its
 // inter-token latencies are those of the decode steps. A disaggregated request preempted on the
 // decode instance loses its KV and is recomputed there like a local one.
+//
+// The pools' instances may differ (GPU, parallelism, engine limits, latency model) but share
+// the KV block size; a transfer's bytes are the prompt tokens times the prefill pool's KV bytes
+// per token. With autoscaling each pool is scaled on its own (autoscale.go) and routing only
+// considers the ready instances of the request's pool. Per-pool metrics come from the decode
+// instances' collectors and a prefill-pool collector holding one record per handoff.
 
 // PDDecider chooses which requests are disaggregated.
 type PDDecider string
