@@ -453,7 +453,7 @@ func (r *EvaluationReconciler) fetchInputs(ctx context.Context, ev *blisv1alpha1
 		rf.set()
 	}
 	// ConfigMaps named by the inputs, read directly (the manager caches only its own).
-	for _, name := range configMapNames(in) {
+	for _, name := range evaluation.ConfigMapNames(in) {
 		var cm corev1.ConfigMap
 		if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &cm); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -499,40 +499,6 @@ func readiness(o client.Object) (string, bool) {
 		return "", true
 	}
 	return "it has not been validated yet", false
-}
-
-// configMapNames lists the ConfigMaps the Evaluation's inputs reference, sorted.
-func configMapNames(in *evaluation.Inputs) []string {
-	seen := map[string]bool{}
-	add := func(r *blisv1alpha1.ConfigMapKeyReference) {
-		if r != nil {
-			seen[r.Name] = true
-		}
-	}
-	pol := in.Spec.Policy
-	if in.Policy != nil {
-		pol = &in.Policy.Spec
-	}
-	if pol != nil {
-		add(pol.BlisConfigMapRef)
-	}
-	wl := in.Spec.Workload
-	if in.Workload != nil {
-		wl = &in.Workload.Spec
-	}
-	if wl != nil {
-		add(wl.BlisConfigMapRef)
-		if wl.Trace != nil {
-			add(wl.Trace.ConfigMapRef)
-			add(wl.Trace.HeaderConfigMapRef)
-		}
-	}
-	out := make([]string, 0, len(seen))
-	for n := range seen {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // fingerprint identifies the versions of the objects an Evaluation's inputs came from.

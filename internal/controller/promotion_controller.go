@@ -255,7 +255,7 @@ func (r *PromotionReconciler) resolveBundle(ctx context.Context, pb *blisv1alpha
 		return nil, nil, "", err
 	}
 	in := evaluation.Inputs{Spec: blisv1alpha1.EvaluationSpec{Policy: &pb.Spec}}
-	cms, err := readConfigMaps(ctx, r.APIReader, pb.Namespace, configMapNames(&in))
+	cms, err := readConfigMaps(ctx, r.APIReader, pb.Namespace, evaluation.ConfigMapNames(&in))
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -304,7 +304,7 @@ func (r *PromotionReconciler) resolveEvaluation(ctx context.Context, ev *blisv1a
 			in.Workload = o
 		}
 	}
-	cms, err := readConfigMaps(ctx, r.APIReader, ev.Namespace, configMapNames(&in))
+	cms, err := readConfigMaps(ctx, r.APIReader, ev.Namespace, evaluation.ConfigMapNames(&in))
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -313,7 +313,7 @@ func (r *PromotionReconciler) resolveEvaluation(ctx context.Context, ev *blisv1a
 	if err != nil {
 		return nil, nil, "resolving Evaluation " + ev.Name + ": " + err.Error(), nil
 	}
-	if h, err := hashAsRun(res, ev.Status.EngineVersion); err != nil {
+	if h, err := evaluation.HashAs(res, ev.Status.EngineVersion); err != nil {
 		return nil, nil, "", err
 	} else if h != ev.Status.InputHash {
 		return nil, nil, fmt.Sprintf("the objects Evaluation %s references changed after it ran (input hash %s, status.inputHash %s); "+
@@ -324,21 +324,6 @@ func (r *PromotionReconciler) resolveEvaluation(ctx context.Context, ev *blisv1a
 		cluster = &in.Cluster.Spec
 	}
 	return res, cluster, "", nil
-}
-
-// hashAsRun is the input hash of res's document under the engine version the Evaluation ran
-// with (an operator upgrade alone does not make a finished Evaluation unpromotable).
-func hashAsRun(res *evaluation.Resolved, engineVersion string) (string, error) {
-	if engineVersion == "" || engineVersion == res.Document.EngineVersion {
-		return res.Hash, nil
-	}
-	doc := res.Document
-	doc.EngineVersion = engineVersion
-	c, err := evaluation.Canonical(doc)
-	if err != nil {
-		return "", err
-	}
-	return evaluation.Hash(c), nil
 }
 
 func short(h string) string {
