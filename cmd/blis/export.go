@@ -59,12 +59,13 @@ With -f it reads the project's manifests as blis evaluate does (multi-document Y
 repeatable, BLIS files too) and exports what the operator's promotion would write: an
 Evaluation's resolved policy and cluster (--evaluation, or the only Evaluation), or a
 PolicyBundle on a SimulatedCluster (--bundle-name and --cluster-name; --workload-name adds the
-workload's SLO classes). The cluster's pools, kvTransfer, kvTiers and autoscaling bounds are
-exported with it.
+workload's SLO classes). The cluster's pools (with a prefill or decode pool's own GPU and
+engine settings), kvTransfer, kvTiers and autoscaling bounds are exported with it.
 
 Otherwise --bundle is a BLIS policy-config or this project's bundle YAML. The cluster comes
 from --cluster (YAML: model, gpu, engine, pools, disaggregation, kvOffload, autoscaling,
-sloClasses) and/or the flags of blis run, which override it.
+sloClasses; a prefill or decode pool may set its own gpu, engine and latencyModel) and/or the
+flags of blis run, which override the cluster's settings.
 
 Whatever llm-d cannot express exactly is printed as a warning on standard error (and written
 to ` + export.FileWarnings + `); a policy with nothing close in llm-d is an error. The generated configuration is decoded strictly and

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/inference-sim/blis-operator/internal/engine/export"
 	"github.com/inference-sim/blis-operator/internal/engine/policy"
 )
@@ -229,5 +231,81 @@ sloClasses: [batch, critical]
 		if _, err := blisCLI(t, args...); err == nil {
 			t.Errorf("%v: accepted", args)
 		}
+	}
+}
+
+// modelServerArgs returns each pool's vLLM arguments of an exported model-servers.yaml.
+func modelServerArgs(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	var doc struct {
+		ModelServers []export.ModelServer `json:"modelServers"`
+	}
+	if err := yaml.Unmarshal([]byte(readDir(t, dir)[export.FileModelServers]), &doc); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, s := range doc.ModelServers {
+		out[s.Name] = strings.Join(s.Args, " ") + " "
+	}
+	return out
+}
+
+// P/D pools with their own hardware: each pool's vLLM arguments follow its overrides, from a
+// cluster file and from a SimulatedCluster manifest; what vLLM cannot express is a warning.
+func TestExportPoolHardware(t *testing.T) {
+	dir := t.TempDir()
+	cluster := writeFile(t, filepath.Join(dir, "cluster.yaml"), `model: llama-3.1-70b-instruct
+gpu: H100
+engine: {tensorParallelSize: 4, maxNumSeqs: 128}
+pools:
+- {name: prefill, role: prefill, replicas: 2, engine: {tensorParallelSize: 8, maxNumBatchedTokens: 32768}, latencyModel: roofline}
+- {name: decode, role: decode, replicas: 4, gpu: A100-80, engine: {maxNumSeqs: 256}}
+disaggregation: {decider: always}
+`)
+	out := filepath.Join(dir, "files")
+	stderr, err := blisCLI(t, "export", "--cluster", cluster, "-o", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := modelServerArgs(t, out)
+	for pool, want := range map[string][]string{
+		"prefill": {"--tensor-parallel-size=8 ", "--max-num-seqs=128 ", "--max-num-batched-tokens=32768 "},
+		"decode":  {"--tensor-parallel-size=4 ", "--max-num-seqs=256 ", "--max-num-batched-tokens=2048 "},
+	} {
+		for _, w := range want {
+			if !strings.Contains(args[pool], w) {
+				t.Errorf("%s lacks %s: %s", pool, w, args[pool])
+			}
+		}
+	}
+	for _, w := range []string{"warning: pools (note): prefill: latencyModel roofline", "warning: pools (note): decode: runs on A100-80 GPUs"} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("stderr lacks %q: %s", w, stderr)
+		}
+	}
+	// --tp sets the cluster's engine; a pool's own tensor parallelism stays.
+	if _, err := blisCLI(t, "export", "--cluster", cluster, "--tp", "2", "--model", "llama-3.1-8b-instruct", "-o", out); err != nil {
+		t.Fatal(err)
+	}
+	if args := modelServerArgs(t, out); !strings.Contains(args["prefill"], "--tensor-parallel-size=8 ") || !strings.Contains(args["decode"], "--tensor-parallel-size=2 ") {
+		t.Fatalf("--tp: %v", args)
+	}
+
+	// The llama70b-pd sample (an inline model) with a PolicyBundle manifest.
+	bundle := writeFile(t, filepath.Join(dir, "bundle.yaml"), `apiVersion: blis.inference-sim.io/v1alpha1
+kind: PolicyBundle
+metadata: {name: pd-winner}
+spec:
+  routing: {policy: weighted, scorers: [{name: queue-scorer, weight: 1}]}
+`)
+	sample := filepath.Join("..", "..", "config", "samples", "blis_v1alpha1_simulatedcluster_pd.yaml")
+	out = filepath.Join(dir, "manifests")
+	if _, err := blisCLI(t, "export", "-f", sample, "-f", bundle, "--bundle-name", "pd-winner", "--cluster-name", "llama70b-pd", "-o", out); err != nil {
+		t.Fatal(err)
+	}
+	args = modelServerArgs(t, out)
+	if !strings.Contains(args["prefill"], "--tensor-parallel-size=8 --max-num-seqs=128 --max-num-batched-tokens=32768 ") ||
+		!strings.Contains(args["decode"], "--tensor-parallel-size=4 --max-num-seqs=128 --max-num-batched-tokens=16384 ") {
+		t.Fatalf("sample pools: %v", args)
 	}
 }

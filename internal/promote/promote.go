@@ -73,7 +73,9 @@ const (
 //     (model, GPU, vLLM settings after the simulator's resolution), so the export describes
 //     what was simulated;
 //   - from cluster (nil: one monolithic pool of the document's replicas): the pools with their
-//     roles, replicas and bounds; kvTransfer's decider, threshold, bandwidth and latency as
+//     roles, replicas and bounds, and a prefill or decode pool's own GPU, engine settings and
+//     latency model (the exporter resolves each such pool from the document's instance with
+//     them, as the evaluation does); kvTransfer's decider, threshold, bandwidth and latency as
 //     disaggregation; the cpu KV tier as CPU offload; the autoscaling bounds;
 //   - the SLO class names of the document's generated workload (none for a trace replay or a
 //     bundle resolved without a workload: objectives are then written for every class the
@@ -118,15 +120,33 @@ func Export(res *evaluation.Resolved, cluster *blisv1alpha1.SimulatedClusterSpec
 	return export.Export(in, opts)
 }
 
-// topology copies the cluster's pools, disaggregation, KV tiers and autoscaling bounds.
+// topology copies the cluster's pools (with a prefill or decode pool's own GPU, engine
+// settings and latency model), disaggregation, KV tiers and autoscaling bounds.
 func topology(c *export.Cluster, s *blisv1alpha1.SimulatedClusterSpec) error {
 	for _, p := range s.Pools {
 		role := string(p.Role)
 		if role == "" {
 			role = export.RoleMonolithic
 		}
-		c.Pools = append(c.Pools, export.Pool{Name: p.Name, Role: role, Replicas: p.Replicas,
-			MinReplicas: copyInt32(p.MinReplicas), MaxReplicas: copyInt32(p.MaxReplicas)})
+		ep := export.Pool{Name: p.Name, Role: role, Replicas: p.Replicas, GPU: p.GPU,
+			MinReplicas: copyInt32(p.MinReplicas), MaxReplicas: copyInt32(p.MaxReplicas)}
+		if e := p.Engine; e != nil {
+			ep.Engine = &export.PoolEngine{TensorParallelSize: int(e.TensorParallelSize), MaxNumSeqs: int64(e.MaxNumSeqs),
+				MaxNumBatchedTokens: int64(e.MaxNumBatchedTokens)}
+			if e.GpuMemoryUtilization != nil {
+				ep.Engine.GPUMemoryUtilization = *e.GpuMemoryUtilization
+			}
+			if e.TotalKVBlocks != nil {
+				ep.Engine.TotalKVBlocks = *e.TotalKVBlocks
+			}
+		}
+		if lm := p.LatencyModel; lm != nil {
+			ep.LatencyModel = string(lm.Backend)
+			if ep.LatencyModel == "" {
+				ep.LatencyModel = string(blisv1alpha1.LatencyTrainedPhysics)
+			}
+		}
+		c.Pools = append(c.Pools, ep)
 	}
 	if t := s.KVTransfer; t != nil {
 		d := &export.Disaggregation{Decider: t.Decider, TransferBandwidthGBps: t.BandwidthGBps, TransferBaseLatencyUs: t.BaseLatencyUs}

@@ -17,6 +17,7 @@ limitations under the License.
 package promote
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -28,6 +29,7 @@ import (
 
 	blisv1alpha1 "github.com/inference-sim/blis-operator/api/v1alpha1"
 	"github.com/inference-sim/blis-operator/internal/engine/export"
+	"github.com/inference-sim/blis-operator/internal/engine/model"
 	"github.com/inference-sim/blis-operator/internal/evaluation"
 )
 
@@ -233,5 +235,125 @@ func TestSLOClasses(t *testing.T) {
 	}
 	if got, err := sloClasses(evaluation.WorkloadDoc{Trace: &evaluation.TraceDoc{}}); err != nil || got != nil {
 		t.Fatalf("trace: %v %v", got, err)
+	}
+}
+
+// pdSample reads the llama70b-pd sample: an inline 70B model, TP8 prefill replicas with their
+// own step budget and TP4 decode replicas, the cluster fixing 60000 KV blocks.
+func pdSample(t *testing.T) *blisv1alpha1.SimulatedCluster {
+	t.Helper()
+	path := filepath.Join("..", "..", "config", "samples", "blis_v1alpha1_simulatedcluster_pd.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m evaluation.Manifests
+	if err := m.Add(path, data); err != nil {
+		t.Fatal(err)
+	}
+	return &m.Clusters[0]
+}
+
+// serverArgs returns each model-server pool's vLLM arguments, by pool name.
+func serverArgs(t *testing.T, r *export.Result) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, s := range r.ModelServers {
+		out[s.Name] = strings.Join(s.Args, " ") + " "
+	}
+	return out
+}
+
+// The prefill and decode pools' own engine settings reach their vLLM arguments through the
+// promotion path, an Evaluation's and a PolicyBundle's alike, and are the settings the
+// evaluation resolved for each pool.
+func TestExportPoolOverrides(t *testing.T) {
+	cl := pdSample(t)
+	pb := &blisv1alpha1.PolicyBundle{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "default"},
+		Spec: blisv1alpha1.PolicyBundleSpec{Routing: &blisv1alpha1.RoutingPolicy{Policy: "weighted",
+			Scorers: []blisv1alpha1.Scorer{{Name: "queue-scorer", Weight: 1}}}}}
+	fromBundle, err := ResolveBundle(Bundle{Policy: pb, Cluster: cl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := Input(fromBundle, &cl.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := in.Cluster.Pools[0]; p.Engine == nil || *p.Engine != (export.PoolEngine{TensorParallelSize: 8, MaxNumBatchedTokens: 32768}) || p.GPU != "" || p.LatencyModel != "" {
+		t.Fatalf("prefill pool %+v", p)
+	}
+	byBundle, err := export.Export(in, export.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := serverArgs(t, byBundle)
+	for pool, want := range map[string][]string{
+		"prefill": {"--tensor-parallel-size=8 ", "--max-num-seqs=128 ", "--max-num-batched-tokens=32768 ", "--num-gpu-blocks-override=60000 "},
+		"decode":  {"--tensor-parallel-size=4 ", "--max-num-seqs=128 ", "--max-num-batched-tokens=16384 ", "--num-gpu-blocks-override=60000 "},
+	} {
+		for _, w := range want {
+			if !strings.Contains(args[pool], w) {
+				t.Errorf("%s lacks %s: %s", pool, w, args[pool])
+			}
+		}
+	}
+
+	// An Evaluation of the same cluster exports the same model servers, and the prefill
+	// pool's arguments are those of the instance the evaluation resolved for it.
+	ev := evaluation.Inputs{Name: "pd", Cluster: cl, Policy: pb, Spec: blisv1alpha1.EvaluationSpec{
+		ClusterRef: &blisv1alpha1.LocalObjectReference{Name: cl.Name}, PolicyRef: &blisv1alpha1.LocalObjectReference{Name: pb.Name},
+		Workload: standInWorkload.DeepCopy()}}
+	res, err := evaluation.Resolve(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byEvaluation, err := Export(res, &cl.Spec, export.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := serverArgs(t, byEvaluation); !reflect.DeepEqual(got, args) {
+		t.Fatalf("an Evaluation's model servers %v differ from the bundle's %v", got, args)
+	}
+	pd := res.Document.Cluster.PD
+	if pd == nil || pd.Prefill == nil || pd.Decode != nil {
+		t.Fatalf("the evaluation resolved no own prefill instance: %+v", pd)
+	}
+	simulated, err := model.Resolve(*pd.Prefill)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := simulated.Engine
+	for _, w := range []string{fmt.Sprintf("--tensor-parallel-size=%d ", e.TensorParallelSize), fmt.Sprintf("--max-num-batched-tokens=%d ", e.MaxNumBatchedTokens),
+		fmt.Sprintf("--max-model-len=%d ", e.MaxModelLen), fmt.Sprintf("--num-gpu-blocks-override=%d ", e.TotalKVBlocks)} {
+		if !strings.Contains(args["prefill"], w) {
+			t.Errorf("prefill lacks the simulated %s: %s", w, args["prefill"])
+		}
+	}
+	if w := string(byEvaluation.File(export.FileWarnings)); strings.Contains(w, "pools (note)") {
+		t.Errorf("notes about pools that keep the cluster's GPU and latency model:\n%s", w)
+	}
+
+	// A pool's GPU and latency model are notes; its memory fraction replaces the fixed blocks.
+	cl.Spec.Pools[1].GPU = "A100-80"
+	cl.Spec.Pools[1].Engine = &blisv1alpha1.PoolEngineSpec{GpuMemoryUtilization: ptr.To(0.95)}
+	cl.Spec.Pools[1].LatencyModel = &blisv1alpha1.LatencyModelSpec{}
+	in, err = Input(fromBundle, &cl.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := export.Export(in, export.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	decode := serverArgs(t, r)["decode"]
+	if !strings.Contains(decode, "--gpu-memory-utilization=0.95 ") || strings.Contains(decode, "--num-gpu-blocks-override") {
+		t.Errorf("decode: %s", decode)
+	}
+	warnings := string(r.File(export.FileWarnings))
+	for _, w := range []string{"decode: runs on A100-80 GPUs (the cluster's are H100)", "decode: latencyModel trained-physics sets the simulated step times only"} {
+		if !strings.Contains(warnings, w) {
+			t.Errorf("warnings lack %q:\n%s", w, warnings)
+		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/inference-sim/blis-operator/internal/engine/export/llmd"
 	"github.com/inference-sim/blis-operator/internal/engine/model"
@@ -32,9 +34,10 @@ const (
 	DeciderPromptLength = "prompt-length"
 )
 
-// Cluster is the deployment side of an export: the model and vLLM engine settings of every
-// replica, the replica pools (monolithic, or prefill and decode), disaggregation, CPU KV
-// offload, autoscaling bounds and the SLO classes of the workload. It mirrors the parts of a
+// Cluster is the deployment side of an export: the model and vLLM engine settings of the
+// replicas, the replica pools (monolithic, or prefill and decode, each of these optionally with
+// its own GPU and engine settings), disaggregation, CPU KV offload, autoscaling bounds and the
+// SLO classes of the workload. It mirrors the parts of a
 // SimulatedCluster that reach llm-d configuration; keys are camelCase.
 type Cluster struct {
 	// Model is the catalog model served by every replica (also the `vllm serve` argument).
@@ -68,6 +71,61 @@ type Pool struct {
 	// MinReplicas and MaxReplicas bound autoscaling of this pool.
 	MinReplicas *int32 `json:"minReplicas,omitempty"`
 	MaxReplicas *int32 `json:"maxReplicas,omitempty"`
+	// GPU is this pool's accelerator (prefill and decode pools only; default: the cluster's).
+	GPU string `json:"gpu,omitempty"`
+	// Engine overrides engine settings for this pool (prefill and decode pools only); fields
+	// left at zero are the cluster's.
+	Engine *PoolEngine `json:"engine,omitempty"`
+	// LatencyModel is this pool's simulated step-time model (prefill and decode pools only).
+	// llm-d has no counterpart: it is reported as a note, never exported.
+	LatencyModel string `json:"latencyModel,omitempty"`
+}
+
+// PoolEngine are the engine settings a prefill or decode pool may set differently from the
+// cluster (as a SimulatedCluster's pools[].engine). The KV block size stays the cluster's: a
+// transferred prompt keeps its block layout.
+type PoolEngine struct {
+	// TensorParallelSize is the pool's --tensor-parallel-size.
+	TensorParallelSize int `json:"tensorParallelSize,omitempty"`
+	// MaxNumSeqs is the pool's --max-num-seqs.
+	MaxNumSeqs int64 `json:"maxNumSeqs,omitempty"`
+	// MaxNumBatchedTokens is the pool's --max-num-batched-tokens.
+	MaxNumBatchedTokens int64 `json:"maxNumBatchedTokens,omitempty"`
+	// GPUMemoryUtilization is the pool's --gpu-memory-utilization; it replaces the cluster's
+	// fixed KV block count.
+	GPUMemoryUtilization float64 `json:"gpuMemoryUtilization,omitempty"`
+	// TotalKVBlocks fixes the pool's KV cache (--num-gpu-blocks-override).
+	TotalKVBlocks int64 `json:"totalKVBlocks,omitempty"`
+}
+
+// hasOverrides reports whether the pool runs other hardware or settings than the cluster's.
+func (p *Pool) hasOverrides() bool {
+	return p.GPU != "" || p.Engine != nil || p.LatencyModel != ""
+}
+
+// engineSettings is the cluster's engine with the pool's overrides applied, as the evaluation
+// applies them to a prefill or decode pool.
+func (p *Pool) engineSettings(base model.EngineSettings) model.EngineSettings {
+	e := p.Engine
+	if e == nil {
+		return base
+	}
+	if e.TensorParallelSize != 0 {
+		base.TensorParallelSize = e.TensorParallelSize
+	}
+	if e.MaxNumSeqs != 0 {
+		base.MaxNumSeqs = e.MaxNumSeqs
+	}
+	if e.MaxNumBatchedTokens != 0 {
+		base.MaxNumBatchedTokens = e.MaxNumBatchedTokens
+	}
+	if e.GPUMemoryUtilization != 0 {
+		base.GPUMemoryUtilization, base.TotalKVBlocks = e.GPUMemoryUtilization, 0
+	}
+	if e.TotalKVBlocks != 0 {
+		base.TotalKVBlocks = e.TotalKVBlocks
+	}
+	return base
 }
 
 // Bounds are autoscaling replica bounds.
@@ -156,6 +214,7 @@ func (c *Cluster) Validate() error {
 		if p.MaxReplicas != nil && *p.MaxReplicas < max(p.Replicas, 1) {
 			fail("pools[%d]: need maxReplicas >= replicas and >= 1", i)
 		}
+		p.validateOverrides(i, fail)
 	}
 	if mono > 0 && prefill+decode > 0 {
 		fail("pools must be all monolithic, or prefill and decode pools")
@@ -193,6 +252,27 @@ func (c *Cluster) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateOverrides checks a pool's own GPU, engine settings and latency model.
+func (p *Pool) validateOverrides(i int, fail func(format string, a ...any)) {
+	if p.hasOverrides() && p.Role != RolePrefill && p.Role != RoleDecode {
+		fail("pools[%d]: gpu, engine and latencyModel apply only to prefill and decode pools", i)
+	}
+	if e := p.Engine; e != nil {
+		if e.TensorParallelSize < 0 || e.MaxNumSeqs < 0 || e.MaxNumBatchedTokens < 0 || e.TotalKVBlocks < 0 {
+			fail("pools[%d].engine: sizes must be >= 0 (0 = the cluster's)", i)
+		}
+		if e.GPUMemoryUtilization < 0 || e.GPUMemoryUtilization > 1 {
+			fail("pools[%d].engine.gpuMemoryUtilization must be in (0, 1]", i)
+		}
+		if e.GPUMemoryUtilization != 0 && e.TotalKVBlocks != 0 {
+			fail("pools[%d].engine: set gpuMemoryUtilization or totalKVBlocks, not both", i)
+		}
+	}
+	if p.LatencyModel != "" && !slices.Contains(model.LatencyKinds(), p.LatencyModel) {
+		fail("pools[%d].latencyModel %q (known: %s)", i, p.LatencyModel, strings.Join(model.LatencyKinds(), ", "))
+	}
 }
 
 // DefaultPoolName names the single pool of a cluster that lists none.

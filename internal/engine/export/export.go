@@ -41,7 +41,8 @@ type Input struct {
 	// Cluster is the deployment.
 	Cluster Cluster
 	// Resolved optionally gives the already resolved engine of Cluster (the operator has it);
-	// nil resolves Cluster.Model, GPU and Engine with the model catalog.
+	// nil resolves Cluster.Model, GPU and Engine with the model catalog. A pool with its own
+	// GPU or engine settings is resolved with Resolved's model architecture and its overrides.
 	Resolved *model.Resolved
 }
 

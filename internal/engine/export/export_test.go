@@ -59,6 +59,7 @@ func goldenCases() []goldenCase {
 		{name: "pd-prompt-length", bundle: "routing: {policy: weighted}\n", cluster: pd(DeciderPromptLength, 1023)},
 		{name: "pd-always", bundle: "routing: {policy: weighted}\n", cluster: pd(DeciderAlways, 0)},
 		{name: "pd-never", bundle: "routing: {policy: weighted}\n", cluster: pd(DeciderNever, 0)},
+		{name: "pd-pool-hardware", bundle: "routing: {policy: weighted}\n", cluster: pdPoolHardware()},
 		{name: "kv-offload", bundle: "routing: {policy: weighted}\n", cluster: Cluster{Model: llama, Engine: mustEngine(), KVOffload: &KVOffload{CPUBlocks: 50000, BandwidthGBps: 32}}},
 		{name: "autoscaler", bundle: "routing: {policy: weighted}\nautoscaler:\n  interval_us: 15000000\n  scale_up_stabilization_window_us: 30000000\n  scale_down_stabilization_window_us: 300000000\n  analyzer: {scale_up_threshold: 0.85, scale_down_boundary: 0.5}\n",
 			cluster: Cluster{Model: llama, Pools: []Pool{{Name: "vllm", Replicas: 4, MinReplicas: lo, MaxReplicas: hi}}}, opts: Options{InferencePool: true, Namespace: "inference"}},
@@ -71,6 +72,21 @@ func goldenCases() []goldenCase {
 		{name: "refused-routing-tree", bundle: "routing:\n  tree:\n    if: {observable: instance.queueDepth, op: \"<\", value: 4}\n    then: {score: 1}\n    else: {score: 0}\n", cluster: mono},
 		{name: "refused-admission-cel", bundle: "admission: {cel: \"global.saturation < 1.0 || request.sloClass != 'batch'\"}\nrouting: {policy: weighted}\n", cluster: mono},
 	}
+}
+
+const llama70 = "llama-3.1-70b-instruct"
+
+// pdPoolHardware is a P/D cluster of a 70B model whose pools run their own hardware: TP8
+// prefill replicas with a larger step budget and their own latency model, and TP4 decode
+// replicas on A100-80 GPUs with more sequences and their own memory fraction. The cluster
+// fixes its KV blocks, which the decode pool's memory fraction replaces.
+func pdPoolHardware() Cluster {
+	return Cluster{Model: llama70, GPU: "H100", Engine: model.EngineSettings{TensorParallelSize: 4, MaxNumSeqs: 128, TotalKVBlocks: 20000},
+		Pools: []Pool{
+			{Name: "prefill", Role: RolePrefill, Replicas: 2, Engine: &PoolEngine{TensorParallelSize: 8, MaxNumBatchedTokens: 32768}, LatencyModel: "roofline"},
+			{Name: "decode", Role: RoleDecode, Replicas: 4, GPU: "A100-80", Engine: &PoolEngine{MaxNumSeqs: 256, GPUMemoryUtilization: 0.95}},
+		},
+		Disaggregation: &Disaggregation{Decider: DeciderPrefixThreshold, Threshold: 256, TransferBandwidthGBps: 25}}
 }
 
 func mustEngine() (e model.EngineSettings) {
@@ -325,5 +341,125 @@ func TestRenderAlphaPlugins(t *testing.T) {
 	}
 	if !strings.Contains(string(res.File(FileEPPConfig)), "run the endpoint picker with --allow-experimental-plugins") {
 		t.Fatalf("header does not name the flag:\n%s", res.File(FileEPPConfig))
+	}
+}
+
+// argsOf returns the vLLM arguments of the named model-server pool.
+func argsOf(t *testing.T, res *Result, pool string) string {
+	t.Helper()
+	for _, m := range res.ModelServers {
+		if m.Name == pool {
+			return strings.Join(m.Args, " ")
+		}
+	}
+	t.Fatalf("no model server %q in %+v", pool, res.ModelServers)
+	return ""
+}
+
+// Each P/D pool's vLLM arguments follow its own engine settings, defaulting to the cluster's;
+// its GPU and latency model, which vLLM has no argument for, are notes.
+func TestExportPoolHardware(t *testing.T) {
+	res, err := Export(Input{Bundle: loadBundle(t, "routing: {policy: weighted}\n"), Cluster: pdPoolHardware()}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefill, decode := argsOf(t, res, "prefill"), argsOf(t, res, "decode")
+	for _, want := range []string{"--tensor-parallel-size=8", "--max-num-seqs=128", "--max-num-batched-tokens=32768", "--num-gpu-blocks-override=20000", "--gpu-memory-utilization=0.9 "} {
+		if !strings.Contains(prefill+" ", want) {
+			t.Errorf("prefill lacks %s: %s", want, prefill)
+		}
+	}
+	for _, want := range []string{"--tensor-parallel-size=4", "--max-num-seqs=256", "--max-num-batched-tokens=2048", "--gpu-memory-utilization=0.95"} {
+		if !strings.Contains(decode, want) {
+			t.Errorf("decode lacks %s: %s", want, decode)
+		}
+	}
+	if strings.Contains(decode, "--num-gpu-blocks-override") {
+		t.Errorf("decode's memory fraction replaces the cluster's fixed KV blocks: %s", decode)
+	}
+	if res.ModelServers[0].Replicas != 2 || res.ModelServers[1].Replicas != 4 {
+		t.Errorf("replicas %d and %d, want 2 and 4", res.ModelServers[0].Replicas, res.ModelServers[1].Replicas)
+	}
+	warnings := string(res.File(FileWarnings))
+	for _, want := range []string{"pools (note): prefill: latencyModel roofline sets the simulated step times only",
+		"pools (note): decode: runs on A100-80 GPUs (the cluster's are H100)"} {
+		if !strings.Contains(warnings, want) {
+			t.Errorf("warnings lack %q:\n%s", want, warnings)
+		}
+	}
+
+	// Without overrides both pools run the cluster's engine.
+	c := pdPoolHardware()
+	for i := range c.Pools {
+		c.Pools[i].GPU, c.Pools[i].Engine, c.Pools[i].LatencyModel = "", nil, ""
+	}
+	res, err = Export(Input{Bundle: loadBundle(t, "routing: {policy: weighted}\n"), Cluster: c}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, d := argsOf(t, res, "prefill"), argsOf(t, res, "decode"); p != d || !strings.Contains(p, "--tensor-parallel-size=4") {
+		t.Fatalf("pools without overrides differ or are not the cluster's:\n%s\n%s", p, d)
+	}
+	if strings.Contains(string(res.File(FileWarnings)), "pools") {
+		t.Fatalf("notes about pools without overrides:\n%s", res.File(FileWarnings))
+	}
+}
+
+func TestPoolOverridesValidated(t *testing.T) {
+	b := loadBundle(t, "routing: {policy: weighted}\n")
+	for name, tc := range map[string]struct {
+		pool Pool
+		want string
+	}{
+		"monolithic":   {Pool{Name: "m", Replicas: 1, GPU: "H100"}, "apply only to prefill and decode pools"},
+		"both sizes":   {Pool{Name: "d", Role: RoleDecode, Replicas: 1, Engine: &PoolEngine{GPUMemoryUtilization: 0.8, TotalKVBlocks: 100}}, "not both"},
+		"memory > 1":   {Pool{Name: "d", Role: RoleDecode, Replicas: 1, Engine: &PoolEngine{GPUMemoryUtilization: 1.5}}, "gpuMemoryUtilization must be in (0, 1]"},
+		"negative tp":  {Pool{Name: "d", Role: RoleDecode, Replicas: 1, Engine: &PoolEngine{TensorParallelSize: -1}}, "must be >= 0"},
+		"latency kind": {Pool{Name: "d", Role: RoleDecode, Replicas: 1, LatencyModel: "linear"}, `latencyModel "linear"`},
+		"bad tp":       {Pool{Name: "d", Role: RoleDecode, Replicas: 1, Engine: &PoolEngine{TensorParallelSize: 3}}, "pool d: instance: tensor-parallel-size 3"},
+	} {
+		pools := []Pool{tc.pool}
+		if tc.pool.Role == RoleDecode {
+			pools = append(pools, Pool{Name: "p", Role: RolePrefill, Replicas: 1})
+		}
+		_, err := Export(Input{Bundle: b, Cluster: Cluster{Model: llama, Pools: pools}}, Options{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: want an error with %q, got %v", name, tc.want, err)
+		}
+	}
+	// Without a model nothing is resolved, and the note says the pools' settings are not written.
+	res, err := Export(Input{Bundle: b, Cluster: Cluster{Pools: []Pool{{Name: "p", Role: RolePrefill, Replicas: 1, Engine: &PoolEngine{TensorParallelSize: 8}},
+		{Name: "d", Role: RoleDecode, Replicas: 1}}}}, Options{})
+	if err != nil || !strings.Contains(string(res.File(FileWarnings)), "the pools' own GPU and engine settings are not written") {
+		t.Fatalf("no model: %v %v", res, err)
+	}
+}
+
+// The cluster file carries the pools' overrides, and ClusterYAML writes them back.
+func TestParseClusterPoolOverrides(t *testing.T) {
+	c, err := ParseCluster([]byte(`model: meta-llama/llama-3.3-70b-instruct
+pools:
+- {name: p, role: prefill, replicas: 2, gpu: H100, engine: {tensorParallelSize: 8, maxNumBatchedTokens: 32768}, latencyModel: roofline}
+- {name: d, role: decode, replicas: 4, engine: {maxNumSeqs: 256, gpuMemoryUtilization: 0.95}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := c.Pools[0]; p.GPU != "H100" || *p.Engine != (PoolEngine{TensorParallelSize: 8, MaxNumBatchedTokens: 32768}) || p.LatencyModel != "roofline" {
+		t.Fatalf("prefill pool %+v", p)
+	}
+	if d := c.Pools[1]; *d.Engine != (PoolEngine{MaxNumSeqs: 256, GPUMemoryUtilization: 0.95}) {
+		t.Fatalf("decode pool %+v", d)
+	}
+	out, err := ClusterYAML(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParseCluster(out)
+	if err != nil || *back.Pools[0].Engine != *c.Pools[0].Engine || back.Pools[0].LatencyModel != "roofline" {
+		t.Fatalf("round trip: %+v %v\n%s", back, err, out)
+	}
+	if _, err := ParseCluster([]byte("pools: [{name: d, role: decode, replicas: 1, engine: {blockSize: 32}}, {name: p, role: prefill, replicas: 1}]\n")); err == nil {
+		t.Fatal("a pool's block size accepted (it stays the cluster's)")
 	}
 }

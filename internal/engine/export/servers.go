@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/inference-sim/blis-operator/internal/engine/export/llmd"
+	"github.com/inference-sim/blis-operator/internal/engine/model"
 	"github.com/inference-sim/blis-operator/internal/engine/policy"
 )
 
@@ -54,6 +56,11 @@ func (bd *builder) infraNotes() error {
 	if b.Observability != nil {
 		bd.note("observability", "snapshot staleness is simulated; llm-d's endpoint picker refreshes metrics every --refresh-metrics-interval (50ms by default)")
 	}
+	for _, p := range bd.pools {
+		if p.LatencyModel != "" {
+			bd.note("pools", "%s: latencyModel %s sets the simulated step times only; llm-d and vLLM have no counterpart", p.Name, p.LatencyModel)
+		}
+	}
 	if o := bd.in.Cluster.KVOffload; o != nil && (o.BandwidthGBps > 0 || o.BaseLatencyUs > 0 || o.OffloadThreshold != nil) {
 		bd.note("kvOffload", "CPU offload bandwidth, latency and threshold are modelled by the simulator; vLLM's OffloadingConnector has no such settings")
 	}
@@ -67,15 +74,74 @@ type kvConnector struct {
 	ExtraConfig map[string]any `json:"kv_connector_extra_config,omitempty"`
 }
 
-// modelServers writes the vLLM command line of every pool.
+// modelServers writes the vLLM command line of every pool. A prefill or decode pool with its
+// own GPU or engine settings is resolved with them, so its arguments are what its replicas
+// simulated; every other pool runs the cluster's engine.
 func (bd *builder) modelServers() ([]ModelServer, error) {
+	overrides := slices.ContainsFunc(bd.pools, func(p Pool) bool { return p.GPU != "" || p.Engine != nil })
 	if bd.engine == nil {
 		if bd.priorityArgs || bd.pd || bd.precise || bd.in.Cluster.KVOffload != nil {
 			bd.note("model-servers", "no model given: the vLLM arguments the policy needs (scheduling policy, KV connectors, KV events) are not written")
 		}
+		if overrides {
+			bd.note("pools", "no model given: the pools' own GPU and engine settings are not written")
+		}
 		return nil, nil
 	}
-	e := bd.engine
+	var env []EnvVar
+	if bd.precise {
+		env = []EnvVar{{Name: "PYTHONHASHSEED", Value: preciseHashSeed},
+			{Name: "POD_IP", ValueFrom: &EnvVarSource{FieldRef: &FieldRef{FieldPath: "status.podIP"}}}}
+	}
+	shared, err := bd.serverArgs(bd.resolved, bd.in.Cluster.Engine.TotalKVBlocks > 0)
+	if err != nil {
+		return nil, err
+	}
+	var out []ModelServer
+	for _, p := range bd.pools {
+		args := shared
+		if p.GPU != "" || p.Engine != nil {
+			r, settings, err := bd.resolvePool(p)
+			if err != nil {
+				return nil, err
+			}
+			if r.Hardware.Name != bd.resolved.Hardware.Name {
+				bd.note("pools", "%s: runs on %s GPUs (the cluster's are %s): vLLM has no argument for the accelerator, so schedule the pool's pods on such nodes", p.Name, r.Hardware.Name, bd.resolved.Hardware.Name)
+			}
+			if args, err = bd.serverArgs(r, settings.TotalKVBlocks > 0); err != nil {
+				return nil, err
+			}
+		}
+		labels := map[string]string{"app": bd.opts.Name}
+		if p.Role != RoleMonolithic {
+			labels["llm-d.ai/role"] = p.Role
+		}
+		out = append(out, ModelServer{Name: p.Name, Role: p.Role, Replicas: p.Replicas, Labels: labels,
+			Command: []string{"vllm", "serve", bd.model}, Args: append([]string(nil), args...), Env: env})
+	}
+	return out, nil
+}
+
+// resolvePool resolves a pool's own instance: the cluster's model (architecture included, so an
+// inline one too), the pool's GPU or the cluster's, and the cluster's engine settings with the
+// pool's overrides. The latency model does not change engine settings, so the default is used.
+func (bd *builder) resolvePool(p Pool) (*model.Resolved, model.EngineSettings, error) {
+	c := &bd.in.Cluster
+	spec := model.InstanceSpec{Model: c.Model, ModelConfig: bd.resolved.Model, GPU: c.GPU, Engine: p.engineSettings(c.Engine)}
+	if p.GPU != "" {
+		spec.GPU = p.GPU
+	}
+	r, err := model.Resolve(spec)
+	if err != nil {
+		return nil, spec.Engine, fmt.Errorf("export: pool %s: %w", p.Name, err)
+	}
+	return r, spec.Engine, nil
+}
+
+// serverArgs are the vLLM arguments of a replica of the resolved instance r; fixedBlocks writes
+// its KV block count, which the settings fixed instead of deriving it from GPU memory.
+func (bd *builder) serverArgs(r *model.Resolved, fixedBlocks bool) ([]string, error) {
+	e := &r.Engine
 	args := []string{
 		"--tensor-parallel-size=" + strconv.Itoa(e.TensorParallelSize),
 	}
@@ -92,7 +158,7 @@ func (bd *builder) modelServers() ([]ModelServer, error) {
 		"--max-model-len="+strconv.FormatInt(e.MaxModelLen, 10),
 		"--gpu-memory-utilization="+strconv.FormatFloat(e.GPUMemoryUtilization, 'g', -1, 64),
 	)
-	if bd.in.Cluster.Engine.TotalKVBlocks > 0 {
+	if fixedBlocks {
 		args = append(args, "--num-gpu-blocks-override="+strconv.FormatInt(e.TotalKVBlocks, 10))
 	}
 	if e.LongPrefillTokenThreshold > 0 {
@@ -108,7 +174,7 @@ func (bd *builder) modelServers() ([]ModelServer, error) {
 		connectors = append(connectors, kvConnector{Connector: "NixlConnector", Role: "kv_both"})
 	}
 	if o := bd.in.Cluster.KVOffload; o != nil {
-		bytes, err := bd.offloadBytes(o.CPUBlocks)
+		bytes, err := offloadBytes(r, o.CPUBlocks)
 		if err != nil {
 			return nil, err
 		}
@@ -122,7 +188,6 @@ func (bd *builder) modelServers() ([]ModelServer, error) {
 		args = append(args, "--kv-transfer-config="+mustJSON(kvConnector{Connector: "MultiConnector", Role: "kv_both",
 			ExtraConfig: map[string]any{"connectors": connectors}}))
 	}
-	var env []EnvVar
 	if bd.precise {
 		port := strconv.Itoa(int(bd.opts.TargetPort))
 		args = append(args, "--kv-events-config="+mustJSON(struct {
@@ -131,24 +196,12 @@ func (bd *builder) modelServers() ([]ModelServer, error) {
 			Endpoint  string `json:"endpoint"`
 			Topic     string `json:"topic"`
 		}{true, "zmq", "tcp://*:5556", "kv@$(POD_IP):" + port + "@" + bd.model}))
-		env = []EnvVar{{Name: "PYTHONHASHSEED", Value: preciseHashSeed},
-			{Name: "POD_IP", ValueFrom: &EnvVarSource{FieldRef: &FieldRef{FieldPath: "status.podIP"}}}}
 	}
-	var out []ModelServer
-	for _, p := range bd.pools {
-		labels := map[string]string{"app": bd.opts.Name}
-		if p.Role != RoleMonolithic {
-			labels["llm-d.ai/role"] = p.Role
-		}
-		out = append(out, ModelServer{Name: p.Name, Role: p.Role, Replicas: p.Replicas, Labels: labels,
-			Command: []string{"vllm", "serve", bd.model}, Args: append([]string(nil), args...), Env: env})
-	}
-	return out, nil
+	return args, nil
 }
 
-// offloadBytes is the CPU memory of blocks KV blocks of the resolved model.
-func (bd *builder) offloadBytes(blocks int64) (int64, error) {
-	r := bd.resolved
+// offloadBytes is the CPU memory of blocks KV blocks of the resolved instance r.
+func offloadBytes(r *model.Resolved, blocks int64) (int64, error) {
 	perBlock := r.Model.KVCacheBytesPerTokenPerGPU(r.Engine.TensorParallelSize) * float64(r.Engine.BlockSize) * float64(r.Engine.TensorParallelSize)
 	total := perBlock * float64(blocks)
 	if !(total > 0) || total > math.MaxInt64/2 {
