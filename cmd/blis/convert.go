@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -48,13 +47,7 @@ PolicyBundle manifest and the BLIS file it stands for is printed. FILE - reads s
 }
 
 func runConvert(o *convertOptions, stdin io.Reader, stdout io.Writer) error {
-	var data []byte
-	var err error
-	if o.file == "-" {
-		data, err = io.ReadAll(stdin)
-	} else {
-		data, err = os.ReadFile(o.file)
-	}
+	data, err := readInput(stdin, o.file)
 	if err != nil {
 		return err
 	}

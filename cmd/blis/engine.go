@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -74,13 +73,7 @@ func runEngine(ctx context.Context, input, output string, parallelism int) (int,
 	if input == "" {
 		return evaluation.ExitUsage, errors.New("--input is required")
 	}
-	var data []byte
-	var err error
-	if input == "-" {
-		data, err = io.ReadAll(os.Stdin)
-	} else {
-		data, err = os.ReadFile(input)
-	}
+	data, err := readInput(os.Stdin, input)
 	if err != nil {
 		return evaluation.ExitIO, err
 	}

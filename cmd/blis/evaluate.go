@@ -111,13 +111,7 @@ func readManifests(stdin io.Reader, files []string) (evaluation.Manifests, error
 		}
 	}
 	for _, name := range files {
-		var data []byte
-		var err error
-		if name == "-" {
-			data, err = io.ReadAll(stdin)
-		} else {
-			data, err = os.ReadFile(name)
-		}
+		data, err := readInput(stdin, name)
 		if err != nil {
 			return m, err
 		}
@@ -126,6 +120,14 @@ func readManifests(stdin io.Reader, files []string) (evaluation.Manifests, error
 		}
 	}
 	return m, nil
+}
+
+// readInput reads the file name, or stdin when name is "-" (the commands' convention).
+func readInput(stdin io.Reader, name string) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(stdin)
+	}
+	return os.ReadFile(name)
 }
 
 // loadEvaluationWith is loadEvaluation with edit (when not nil) applied to the manifests and

@@ -243,21 +243,9 @@ func exportManifests(stdin io.Reader, fl *pflag.FlagSet, f *exportFlags) (*expor
 			return nil, fmt.Errorf("--%s describes a cluster of the file mode; with -f the SimulatedCluster gives it", name)
 		}
 	}
-	var m evaluation.Manifests
-	for _, name := range f.files {
-		var data []byte
-		var err error
-		if name == "-" {
-			data, err = io.ReadAll(stdin)
-		} else {
-			data, err = os.ReadFile(name)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if err := m.Add(name, data); err != nil {
-			return nil, err
-		}
+	m, err := readManifests(stdin, f.files)
+	if err != nil {
+		return nil, err
 	}
 	if f.bundleName != "" || f.clusterName != "" || f.workloadName != "" {
 		if f.evaluation != "" {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -52,13 +51,7 @@ func loadReportSource(ctx context.Context, stdin io.Reader, arg string) (*report
 			return nil, sd, nil
 		}
 	}
-	var raw []byte
-	var err error
-	if arg == "-" {
-		raw, err = io.ReadAll(stdin)
-	} else {
-		raw, err = os.ReadFile(arg)
-	}
+	raw, err := readInput(stdin, arg)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -87,13 +87,7 @@ type studyInputs struct {
 func readStudyFiles(stdin io.Reader, files []string) (*studyInputs, error) {
 	in := &studyInputs{}
 	for _, name := range files {
-		var data []byte
-		var err error
-		if name == "-" {
-			data, err = io.ReadAll(stdin)
-		} else {
-			data, err = os.ReadFile(name)
-		}
+		data, err := readInput(stdin, name)
 		if err != nil {
 			return nil, err
 		}
