@@ -121,7 +121,7 @@ func exportClusterBundle(ctx context.Context, c client.Reader, ns, name, cluster
 		}
 	}
 	in := evaluation.Inputs{Policy: b.Policy, Workload: b.Workload}
-	cms, err := readConfigMaps(ctx, c, ns, evaluation.ConfigMapNames(&in))
+	cms, err := evaluation.ReadConfigMaps(ctx, c, ns, evaluation.ConfigMapNames(&in))
 	if err != nil {
 		return nil, err
 	}

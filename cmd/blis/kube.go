@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	"github.com/spf13/pflag"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -132,35 +130,10 @@ func fetchInputs(ctx context.Context, c client.Reader, ev *blisv1alpha1.Evaluati
 	} else if ok {
 		in.Workload = ws
 	}
-	cms, err := readConfigMaps(ctx, c, ev.Namespace, evaluation.ConfigMapNames(&in))
+	cms, err := evaluation.ReadConfigMaps(ctx, c, ev.Namespace, evaluation.ConfigMapNames(&in))
 	if err != nil {
 		return in, err
 	}
 	in.ConfigMaps = cms
 	return in, nil
-}
-
-// readConfigMaps reads the named ConfigMaps of namespace ns (data and binary data, as the
-// operator passes them to the resolver). A missing one is left out: the resolver names it.
-func readConfigMaps(ctx context.Context, c client.Reader, ns string, names []string) (map[string]map[string]string, error) {
-	out := map[string]map[string]string{}
-	sort.Strings(names)
-	for _, n := range names {
-		var cm corev1.ConfigMap
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, &cm); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return nil, err
-		}
-		data := make(map[string]string, len(cm.Data)+len(cm.BinaryData))
-		for k, v := range cm.Data {
-			data[k] = v
-		}
-		for k, v := range cm.BinaryData {
-			data[k] = string(v)
-		}
-		out[n] = data
-	}
-	return out, nil
 }

@@ -539,7 +539,7 @@ func (r *PolicyStudyReconciler) exportWinner(ctx context.Context, ps *blisv1alph
 		}
 	}
 	in := evaluation.Inputs{Name: name, Spec: binding.EvaluationSpec(&ps.Spec, "", spec), Cluster: &cl, Workload: &wl}
-	cms, err := readConfigMaps(ctx, r.APIReader, ps.Namespace, evaluation.ConfigMapNames(&in))
+	cms, err := evaluation.ReadConfigMaps(ctx, r.APIReader, ps.Namespace, evaluation.ConfigMapNames(&in))
 	if err != nil {
 		return nil, "", err
 	}

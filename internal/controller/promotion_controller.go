@@ -255,7 +255,7 @@ func (r *PromotionReconciler) resolveBundle(ctx context.Context, pb *blisv1alpha
 		return nil, nil, "", err
 	}
 	in := evaluation.Inputs{Spec: blisv1alpha1.EvaluationSpec{Policy: &pb.Spec}}
-	cms, err := readConfigMaps(ctx, r.APIReader, pb.Namespace, evaluation.ConfigMapNames(&in))
+	cms, err := evaluation.ReadConfigMaps(ctx, r.APIReader, pb.Namespace, evaluation.ConfigMapNames(&in))
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -304,7 +304,7 @@ func (r *PromotionReconciler) resolveEvaluation(ctx context.Context, ev *blisv1a
 			in.Workload = o
 		}
 	}
-	cms, err := readConfigMaps(ctx, r.APIReader, ev.Namespace, evaluation.ConfigMapNames(&in))
+	cms, err := evaluation.ReadConfigMaps(ctx, r.APIReader, ev.Namespace, evaluation.ConfigMapNames(&in))
 	if err != nil {
 		return nil, nil, "", err
 	}

@@ -23,7 +23,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -104,30 +103,6 @@ func validateAlone(name string, cluster *blisv1alpha1.SimulatedCluster, policy *
 	return validation{reason: ReasonInvalidSpec, message: fmt.Sprintf("%s %s: %v", kind, name, err)}
 }
 
-// readConfigMaps reads the named ConfigMaps of namespace; missing ones are left out (Resolve
-// reports them with the field that names them).
-func readConfigMaps(ctx context.Context, r client.Reader, namespace string, names []string) (map[string]map[string]string, error) {
-	out := map[string]map[string]string{}
-	for _, n := range names {
-		var cm corev1.ConfigMap
-		if err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: n}, &cm); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return nil, err
-		}
-		data := map[string]string{}
-		for k, v := range cm.Data {
-			data[k] = v
-		}
-		for k, v := range cm.BinaryData {
-			data[k] = string(v)
-		}
-		out[n] = data
-	}
-	return out, nil
-}
-
 // readyStatus sets the Ready condition from v.
 func readyStatus(conds *[]metav1.Condition, gen int64, v validation) {
 	status := metav1.ConditionFalse
@@ -187,7 +162,7 @@ func (r *PolicyBundleReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if ref := obj.Spec.BlisConfigMapRef; ref != nil {
 		names = append(names, ref.Name)
 	}
-	cms, err := readConfigMaps(ctx, r.APIReader, obj.Namespace, names)
+	cms, err := evaluation.ReadConfigMaps(ctx, r.APIReader, obj.Namespace, names)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -232,7 +207,7 @@ func (r *WorkloadSpecReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			names = append(names, t.HeaderConfigMapRef.Name)
 		}
 	}
-	cms, err := readConfigMaps(ctx, r.APIReader, obj.Namespace, names)
+	cms, err := evaluation.ReadConfigMaps(ctx, r.APIReader, obj.Namespace, names)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -1,7 +1,12 @@
 package evaluation
 
 import (
+	"context"
 	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	blisv1alpha1 "github.com/inference-sim/blis-operator/api/v1alpha1"
 )
@@ -57,4 +62,29 @@ func HashAs(r *Resolved, engineVersion string) (string, error) {
 		return "", err
 	}
 	return Hash(c), nil
+}
+
+// ReadConfigMaps reads the named ConfigMaps of namespace ns as Inputs.ConfigMaps holds them
+// (data and binary data by key). A missing one is left out: Resolve reports it with the field
+// that names it. The operator and the kubectl plugin read them with this one function.
+func ReadConfigMaps(ctx context.Context, c client.Reader, ns string, names []string) (map[string]map[string]string, error) {
+	out := map[string]map[string]string{}
+	for _, n := range names {
+		var cm corev1.ConfigMap
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, &cm); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, err
+		}
+		data := make(map[string]string, len(cm.Data)+len(cm.BinaryData))
+		for k, v := range cm.Data {
+			data[k] = v
+		}
+		for k, v := range cm.BinaryData {
+			data[k] = string(v)
+		}
+		out[n] = data
+	}
+	return out, nil
 }
