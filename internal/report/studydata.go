@@ -421,7 +421,7 @@ func trialOfEvaluation(ps *blisv1alpha1.PolicyStudy, ev *blisv1alpha1.Evaluation
 	if owned && gErr == nil && kErr == nil && g >= 0 && k >= 0 {
 		t.Generation, t.Index = g, k
 	}
-	resultOf(&t, ps.Spec.Objectives, &ev.Status)
+	TrialResult(&t, ps.Spec.Objectives, &ev.Status)
 	st := ev.Status
 	return StudyTrial{Trial: t, Parameters: parametersOf(ps, ev.Annotations[blisv1alpha1.AnnotationStudyParameters]), Status: &st}
 }
@@ -503,11 +503,11 @@ func fieldByJSONName(s reflect.Value, name string) (float64, bool) {
 	return 0, false
 }
 
-// resultOf fills a trial's outcome from an Evaluation status as the study binding does
-// (internal/study/binding.ResultOf, which this package cannot import: the evaluation package
-// beneath the binding imports report): Succeeded with the score and the objective values in
-// the study's order (a missing one is 0), Failed, or Pending while unfinished.
-func resultOf(t *study.Trial, objectives []blisv1alpha1.Objective, st *blisv1alpha1.EvaluationStatus) {
+// TrialResult fills a trial's outcome from an Evaluation status: Succeeded with the fitness
+// score and the objective values in the study's order (a missing one counts as 0), Failed, or
+// Pending while the Evaluation has not finished. It lives here, beneath the evaluation package,
+// so that the study binding (binding.ResultOf) and the study report share one rule.
+func TrialResult(t *study.Trial, objectives []blisv1alpha1.Objective, st *blisv1alpha1.EvaluationStatus) {
 	switch st.Phase {
 	case blisv1alpha1.PhaseSucceeded:
 		t.State = study.Succeeded

@@ -32,6 +32,7 @@ import (
 	blisv1alpha1 "github.com/inference-sim/blis-operator/api/v1alpha1"
 	"github.com/inference-sim/blis-operator/internal/blisfile"
 	"github.com/inference-sim/blis-operator/internal/engine/policy"
+	"github.com/inference-sim/blis-operator/internal/report"
 	"github.com/inference-sim/blis-operator/internal/study"
 )
 
@@ -330,31 +331,10 @@ func EvaluationSpec(spec *blisv1alpha1.PolicyStudySpec, policyRef string, inline
 	return out
 }
 
-// ResultOf fills a trial's outcome from an Evaluation status: Succeeded with the fitness score
-// and the objective values (in the study's objective order; a missing one counts as 0), or
-// Failed, or Pending while the Evaluation has not finished.
+// ResultOf fills a trial's outcome from an Evaluation status (report.TrialResult, the rule the
+// study report reads finished studies with).
 func ResultOf(t *study.Trial, objectives []blisv1alpha1.Objective, st *blisv1alpha1.EvaluationStatus) {
-	switch st.Phase {
-	case blisv1alpha1.PhaseSucceeded:
-		t.State = study.Succeeded
-	case blisv1alpha1.PhaseFailed:
-		t.State = study.Failed
-		return
-	default:
-		t.State = study.Pending
-		return
-	}
-	if st.FitnessScore != nil {
-		t.Score = *st.FitnessScore
-	}
-	t.Objectives = make([]float64, len(objectives))
-	for i, o := range objectives {
-		for _, f := range st.Fitness {
-			if f.Name == o.Name {
-				t.Objectives[i] = f.Value
-			}
-		}
-	}
+	report.TrialResult(t, objectives, st)
 }
 
 // candidate converts a trial for status.
