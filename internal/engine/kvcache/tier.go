@@ -4,16 +4,22 @@ import "fmt"
 
 // Tier is a KV tier below GPU memory (CPU memory): a least-recently-used set of prompt-block
 // hashes with a capacity in blocks. It only records which content it holds; the caller decides
-// when blocks are stored and reloaded, and charges the transfer times. Lookups use a map, but
-// nothing iterates it, so every result is deterministic.
+// when blocks are stored and reloaded, and charges the transfer times.
+//
+// The hashes are found through the package's open-addressing index (index.go), whose entries
+// name tier nodes instead of cache blocks: a node carries its hash as a block does, so the
+// index's tag-then-full-key comparison and its deletion by node and tag hold unchanged (an int32
+// capacity keeps the table within the 2^32 slots that a tag can name as home). A Go map
+// cost a third of a simulation that offloads every prompt (a lookup and, once the tier is full,
+// an eviction and an insertion per block). Nothing iterates the index, so results stay
+// deterministic.
 type Tier struct {
 	capacity int32
-	index    map[uint64]int32 // hash -> node
+	index    index // hash -> node; see find and insert
 	nodes    []tierNode
-	// head is the least recently used node and tail the most recent (-1: empty); free lists
-	// unused nodes.
+	// head is the least recently used node and tail the most recent (-1: empty). Nodes are
+	// only ever reused by eviction, so every node is listed.
 	head, tail int32
-	free       []int32
 	stats      TierStats
 }
 
@@ -34,17 +40,62 @@ type TierStats struct {
 	Reloaded, Thrashed int64
 }
 
+// tierPresize is the most entries the index is sized for at its first growth: a tier usually
+// fills up, and sizing it once spares the rehashing of doubling, while a huge capacity only
+// costs memory as it fills.
+const tierPresize = 1 << 16
+
 // NewTier returns an empty tier of capacity blocks (> 0).
 func NewTier(capacity int32) *Tier {
 	if capacity <= 0 {
 		panic(fmt.Sprintf("kvcache: invalid tier capacity %d", capacity))
 	}
-	// Presizing the index (up to 64Ki blocks) spares the rehashing of its growth.
-	return &Tier{capacity: capacity, index: make(map[uint64]int32, min(capacity, 1<<16)), head: -1, tail: -1}
+	// The smallest index: a tier that never stores (a decode instance's) allocates almost
+	// nothing, and the first insertions grow it straight to its presized table.
+	return &Tier{capacity: capacity, index: newIndex(0), head: -1, tail: -1}
+}
+
+// find returns the node holding h, or -1 when the tier does not hold it (always for NoHash).
+func (t *Tier) find(h uint64) int32 {
+	if h == NoHash {
+		return -1
+	}
+	slots, mask, tag := t.index.slots, t.index.mask, uint32(h)
+	for i := h & mask; ; i = (i + 1) & mask {
+		s := slots[i]
+		if s.block == nilBlock {
+			return -1
+		}
+		if s.tag == tag && t.nodes[s.block].hash == h {
+			return s.block
+		}
+	}
+}
+
+// insert indexes node i under h, which the tier does not hold; t.nodes[i].hash is h. The index
+// has room: grow keeps its load at most 1/2.
+func (t *Tier) insert(h uint64, i int32) {
+	slots, mask := t.index.slots, t.index.mask
+	j := h & mask
+	for slots[j].block != nilBlock {
+		j = (j + 1) & mask
+	}
+	slots[j] = slot{tag: uint32(h), block: i}
+	t.index.n++
+}
+
+// grow rebuilds the index for at least want entries at a load of at most 1/2; it happens only
+// while the tier fills, a few times at most.
+func (t *Tier) grow(want int) {
+	entries := min(int(t.capacity), max(tierPresize, 2*want))
+	t.index = newIndex(int32(entries))
+	for i := range t.nodes {
+		t.insert(t.nodes[i].hash, int32(i))
+	}
 }
 
 // Len returns the number of blocks held.
-func (t *Tier) Len() int32 { return int32(len(t.index)) }
+func (t *Tier) Len() int32 { return t.index.n }
 
 // Capacity returns the tier's capacity in blocks.
 func (t *Tier) Capacity() int32 { return t.capacity }
@@ -85,28 +136,30 @@ func (t *Tier) Store(hashes []uint64, now int64) {
 		if h == NoHash {
 			continue
 		}
-		if i, ok := t.index[h]; ok {
-			// Already held: nothing moves, the block only becomes the most recent.
-			t.unlink(i)
-			t.pushTail(i)
+		if i := t.find(h); i >= 0 {
+			// Already held: nothing moves, the block only becomes the most recent (it already
+			// is when it is the tail).
+			if i != t.tail {
+				t.unlink(i)
+				t.pushTail(i)
+			}
 			continue
 		}
 		var i int32
-		switch {
-		case len(t.free) > 0:
-			i = t.free[len(t.free)-1]
-			t.free = t.free[:len(t.free)-1]
-		case int32(len(t.nodes)) < t.capacity:
+		if int32(len(t.nodes)) < t.capacity {
+			if want := len(t.nodes) + 1; 2*want > len(t.index.slots) {
+				t.grow(want)
+			}
 			t.nodes = append(t.nodes, tierNode{})
 			i = int32(len(t.nodes) - 1)
-		default:
+		} else {
 			i = t.head
 			t.unlink(i)
-			delete(t.index, t.nodes[i].hash)
+			t.index.deleteIf(t.nodes[i].hash, i)
 			t.stats.Evicted++
 		}
 		t.nodes[i] = tierNode{hash: h, moved: now}
-		t.index[h] = i
+		t.insert(h, i)
 		t.pushTail(i)
 		t.stats.Stored++
 	}
@@ -116,7 +169,7 @@ func (t *Tier) Store(hashes []uint64, now int64) {
 func (t *Tier) Match(hashes []uint64) int32 {
 	var n int32
 	for _, h := range hashes {
-		if _, ok := t.index[h]; !ok {
+		if t.find(h) < 0 {
 			break
 		}
 		n++
@@ -131,27 +184,37 @@ func (t *Tier) Match(hashes []uint64) int32 {
 func (t *Tier) Reload(hashes []uint64, now, window int64) int64 {
 	var thrashed int64
 	for _, h := range hashes {
-		i, ok := t.index[h]
-		if !ok {
+		i := t.find(h)
+		if i < 0 {
 			panic("kvcache: Reload of a block the tier does not hold")
 		}
 		if now-t.nodes[i].moved < window {
 			thrashed++
 		}
 		t.nodes[i].moved = now
-		t.unlink(i)
-		t.pushTail(i)
+		if i != t.tail {
+			t.unlink(i)
+			t.pushTail(i)
+		}
 	}
 	t.stats.Reloaded += int64(len(hashes))
 	t.stats.Thrashed += thrashed
 	return thrashed
 }
 
-// CheckInvariants verifies the tier's structure (tests): the LRU list holds exactly the
-// indexed blocks, each once, and the tier is within its capacity.
+// CheckInvariants verifies the tier's structure (tests): the LRU list holds every node once,
+// each node is indexed under its hash, the index holds nothing else, and the tier is within
+// its capacity.
 func (t *Tier) CheckInvariants() error {
-	if t.Len() > t.capacity {
-		return fmt.Errorf("tier holds %d blocks, capacity %d", t.Len(), t.capacity)
+	if int32(len(t.nodes)) > t.capacity {
+		return fmt.Errorf("tier has %d nodes, capacity %d", len(t.nodes), t.capacity)
+	}
+	x := &t.index
+	if len(x.slots) == 0 || len(x.slots)&(len(x.slots)-1) != 0 || x.mask != uint64(len(x.slots)-1) {
+		return fmt.Errorf("tier index has %d slots and mask %#x", len(x.slots), x.mask)
+	}
+	if 2*len(t.nodes) > len(x.slots) {
+		return fmt.Errorf("tier index of %d slots holds %d nodes, a load above 1/2", len(x.slots), len(t.nodes))
 	}
 	var n int32
 	prev := int32(-1)
@@ -160,8 +223,8 @@ func (t *Tier) CheckInvariants() error {
 		if nd.prev != prev {
 			return fmt.Errorf("tier node %d links back to %d, want %d", i, nd.prev, prev)
 		}
-		if j, ok := t.index[nd.hash]; !ok || j != i {
-			return fmt.Errorf("tier node %d (hash %x) is not indexed", i, nd.hash)
+		if j := t.find(nd.hash); j != i {
+			return fmt.Errorf("tier node %d (hash %x) is found as node %d", i, nd.hash, j)
 		}
 		prev = i
 		n++
@@ -169,11 +232,19 @@ func (t *Tier) CheckInvariants() error {
 			return fmt.Errorf("tier list longer than its capacity %d", t.capacity)
 		}
 	}
-	if prev != t.tail || n != t.Len() {
-		return fmt.Errorf("tier list has %d nodes ending at %d, index %d ending at %d", n, prev, t.Len(), t.tail)
+	if prev != t.tail || int(n) != len(t.nodes) {
+		return fmt.Errorf("tier list has %d nodes ending at %d, %d nodes ending at %d", n, prev, len(t.nodes), t.tail)
 	}
-	if int(n)+len(t.free) != len(t.nodes) {
-		return fmt.Errorf("tier has %d listed + %d free nodes of %d", n, len(t.free), len(t.nodes))
+	// Each listed node was found at its own slot, so n distinct entries are accounted for; the
+	// index must hold no others.
+	var used int32
+	for _, s := range x.slots {
+		if s.block != nilBlock {
+			used++
+		}
+	}
+	if used != n || x.n != n {
+		return fmt.Errorf("tier index has %d entries and counts %d, for %d nodes", used, x.n, n)
 	}
 	return nil
 }
