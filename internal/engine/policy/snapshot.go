@@ -33,6 +33,16 @@ type ObservabilityConfig struct {
 	CacheHitRate  FieldConfig `yaml:"cache_hit_rate,omitempty" json:"cache_hit_rate,omitempty"`
 	RecentTTFT    FieldConfig `yaml:"recent_ttft,omitempty" json:"recent_ttft,omitempty"`
 	RecentTPOT    FieldConfig `yaml:"recent_tpot,omitempty" json:"recent_tpot,omitempty"`
+	// SnapshotRefreshUs is the router's periodic snapshot refresh (BLIS's
+	// --snapshot-refresh-interval): when > 0, each load field (queue depth, batch size, KV
+	// utilization) that sets no mode of its own is periodic with this interval. A field's own
+	// mode always wins, so a bundle can keep one signal immediate. 0 leaves the load fields
+	// immediate.
+	SnapshotRefreshUs int64 `yaml:"snapshot_refresh_interval_us,omitempty" json:"snapshot_refresh_interval_us,omitempty"`
+	// CacheSignalDelayUs is how late the router's view of the instances' prefix caches is (the
+	// KV-events path of llm-d's precise prefix producer): a block stored on an instance is
+	// credited to it by the precise producer only this long after the store. 0 = no lag.
+	CacheSignalDelayUs int64 `yaml:"cache_signal_delay_us,omitempty" json:"cache_signal_delay_us,omitempty"`
 }
 
 // DefaultObservability is the seed's default: load fields immediate, cache hit rate every
@@ -57,8 +67,16 @@ var fieldNames = [numFields]string{"queue_depth", "batch_size", "kv_utilization"
 
 const numFields = 6
 
-// withDefaults fills fields left empty with the defaults.
+// withDefaults fills fields left empty with the defaults, after the snapshot refresh interval
+// has filled the load fields that set no mode.
 func (c ObservabilityConfig) withDefaults() ObservabilityConfig {
+	if c.SnapshotRefreshUs > 0 {
+		for _, f := range [...]*FieldConfig{&c.QueueDepth, &c.BatchSize, &c.KVUtilization} {
+			if f.Mode == "" {
+				*f = FieldConfig{Mode: Periodic, IntervalUs: c.SnapshotRefreshUs}
+			}
+		}
+	}
 	d := DefaultObservability()
 	df := d.fields()
 	for i, f := range c.fields() {
@@ -69,8 +87,15 @@ func (c ObservabilityConfig) withDefaults() ObservabilityConfig {
 	return c
 }
 
-// Validate checks every field's mode and interval.
+// Validate checks every field's mode and interval, and the refresh interval and cache-signal
+// delay.
 func (c ObservabilityConfig) Validate() error {
+	if c.SnapshotRefreshUs < 0 {
+		return fmt.Errorf("observability.snapshot_refresh_interval_us must be >= 0, got %d", c.SnapshotRefreshUs)
+	}
+	if c.CacheSignalDelayUs < 0 {
+		return fmt.Errorf("observability.cache_signal_delay_us must be >= 0, got %d", c.CacheSignalDelayUs)
+	}
 	c = c.withDefaults()
 	for i, f := range c.fields() {
 		switch f.Mode {
@@ -88,6 +113,10 @@ func (c ObservabilityConfig) Validate() error {
 	}
 	return nil
 }
+
+// Defaulted returns c with the snapshot refresh interval applied and every field left empty
+// set to its default: the rules the router follows.
+func (c ObservabilityConfig) Defaulted() ObservabilityConfig { return c.withDefaults() }
 
 // SnapshotSource is implemented by the simulator: Observe writes the live state of instance i
 // at time now into dst (every field, including Index).

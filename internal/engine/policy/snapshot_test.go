@@ -90,3 +90,41 @@ func TestRateWindowSlides(t *testing.T) {
 		t.Fatalf("tenants %v", ids)
 	}
 }
+
+func TestSnapshotRefreshIntervalFillsUnsetLoadFields(t *testing.T) {
+	cfg := ObservabilityConfig{SnapshotRefreshUs: 50_000, BatchSize: FieldConfig{Mode: Immediate}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	d := cfg.Defaulted()
+	want := FieldConfig{Mode: Periodic, IntervalUs: 50_000}
+	if d.QueueDepth != want || d.KVUtilization != want {
+		t.Errorf("load fields %+v, %+v; want %+v", d.QueueDepth, d.KVUtilization, want)
+	}
+	if d.BatchSize.Mode != Immediate {
+		t.Errorf("the bundle's own batch-size mode was replaced: %+v", d.BatchSize)
+	}
+	if d.CacheHitRate != DefaultObservability().CacheHitRate {
+		t.Errorf("cache hit rate %+v is not the default", d.CacheHitRate)
+	}
+	if (ObservabilityConfig{}).Defaulted() != DefaultObservability() {
+		t.Error("an empty configuration is not the default")
+	}
+	src := &liveSource{}
+	p, err := NewSnapshotProvider(1, cfg, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Snapshots(0)
+	if s := p.Snapshots(49_999)[0]; s.QueueDepth != 1 || s.BatchSize != 2 {
+		t.Errorf("before the next refresh: %+v", s)
+	}
+	if s := p.Snapshots(50_000)[0]; s.QueueDepth != 3 {
+		t.Errorf("at the refresh: %+v", s)
+	}
+	for _, bad := range []ObservabilityConfig{{SnapshotRefreshUs: -1}, {CacheSignalDelayUs: -1}} {
+		if bad.Validate() == nil {
+			t.Errorf("%+v validated", bad)
+		}
+	}
+}

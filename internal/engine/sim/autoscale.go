@@ -17,6 +17,10 @@ import (
 // AutoscalerStream names the random stream of actuation delays.
 const AutoscalerStream = "autoscaler"
 
+// ScrapeStream names the random stream of the autoscaler's metric delays (drawn only when the
+// delay is random, so other runs draw nothing from it).
+const ScrapeStream = "autoscaler-scrape"
+
 // DrainPolicy says what happens to a replica's requests when the autoscaler removes it.
 type DrainPolicy string
 
@@ -109,6 +113,14 @@ type AutoscaleConfig struct {
 	Drain DrainPolicy
 	// CostPerReplicaHour prices replica time (from provisioning start to shutdown).
 	CostPerReplicaHour float64
+	// ScrapeDelay is the age of the load the policy decides on, as an HPA reads a metrics
+	// pipeline: observables are sampled at every evaluation, and the evaluation at t uses the
+	// latest sample taken at or before t - delay (drawn per evaluation from the stream
+	// ScrapeStream when random, clamped at mean + 4 stddev). The per-replica load of the sample
+	// (in-flight and queued requests per ready replica, KV utilization) meets the current
+	// replica counts; until a sample is that old the autoscaler does not act. Zero = live
+	// signals.
+	ScrapeDelay Delay
 	// OscillationWindowUs: a scaling action in the direction opposite to the previous one,
 	// within this time of it, counts as an oscillation (0 = five evaluation intervals).
 	OscillationWindowUs int64
@@ -167,7 +179,7 @@ func (a *AutoscaleConfig) Validate(n int) error {
 	for _, d := range []struct {
 		n string
 		d Delay
-	}{{"provisioning delay", a.Provisioning}, {"model load time", a.ModelLoad}, {"warm-up time", a.Warmup}} {
+	}{{"provisioning delay", a.Provisioning}, {"model load time", a.ModelLoad}, {"warm-up time", a.Warmup}, {"scrape delay", a.ScrapeDelay}} {
 		if err := d.d.validate(d.n); err != nil {
 			return err
 		}
@@ -244,6 +256,47 @@ type scalePool struct {
 	// ready lists the pool's ready instances in index order (its routable set).
 	ready []int32
 	stats PoolAutoscaleStats
+	// samples is the ring of the pool's scraped load with a scrape delay (nil without one);
+	// nsamp counts the samples taken.
+	samples []scrapeSample
+	nsamp   int
+}
+
+// scrapeSample is a pool's load at one scrape.
+type scrapeSample struct {
+	at               int64
+	ready            int32
+	inFlight, queued int64
+	kv               float64
+}
+
+// record stores the load of o as the pool's newest sample.
+func (p *scalePool) record(o *policy.AutoscaleObservables) {
+	p.samples[p.nsamp%len(p.samples)] = scrapeSample{at: o.Now, ready: o.Ready, inFlight: o.InFlight, queued: o.Queued, kv: o.KVUtilization}
+	p.nsamp++
+}
+
+// delayed replaces the load of the live observables o by that of the latest sample taken at or
+// before cutoff: per ready replica, scaled to the live ready count (an HPA multiplies a stale
+// per-pod metric by the current replica count). It reports false when no sample is that old.
+func (p *scalePool) delayed(o *policy.AutoscaleObservables, cutoff int64) bool {
+	n := len(p.samples)
+	for k := p.nsamp - 1; k >= 0 && k >= p.nsamp-n; k-- {
+		sm := &p.samples[k%n]
+		if sm.at > cutoff {
+			continue
+		}
+		o.KVUtilization = sm.kv
+		if sm.ready > 0 {
+			f := float64(o.Ready) / float64(sm.ready)
+			o.InFlight = int64(math.Round(float64(sm.inFlight) * f))
+			o.Queued = int64(math.Round(float64(sm.queued) * f))
+		} else {
+			o.InFlight, o.Queued = sm.inFlight, sm.queued
+		}
+		return true
+	}
+	return false
 }
 
 // autoscaler is a run's autoscaling state.
@@ -262,6 +315,18 @@ type autoscaler struct {
 	idleEvals   int64
 	lives       []*lifeState
 	stats       AutoscaleStats
+	// scrapeRNG draws random scrape delays (nil for a constant delay); maxScrape clamps them.
+	scrapeRNG *rand.Rand
+	maxScrape int64
+}
+
+// scrapeDelay returns the metric delay of the current evaluation.
+func (as *autoscaler) scrapeDelay() int64 {
+	d := as.cfg.ScrapeDelay
+	if as.scrapeRNG == nil {
+		return d.MeanUs
+	}
+	return min(d.draw(as.scrapeRNG), as.maxScrape)
 }
 
 // newAutoscaler sets up autoscaling for s (cfg.Autoscale non-nil): each pool's initial
@@ -314,6 +379,22 @@ func (s *simulation) newAutoscaler(streams *rng.Partitioned) error {
 		as.lives = append(as.lives, &s.insts[i].life)
 	}
 	as.rebuildReady(s.insts)
+	if d := a.ScrapeDelay; d.MeanUs > 0 || d.StddevUs > 0 {
+		// Samples are taken at every evaluation (and now, at time 0); the oldest one a decision
+		// can need is at most the largest delay plus one interval old.
+		as.maxScrape = d.MeanUs + 4*d.StddevUs
+		if d.StddevUs > 0 {
+			as.scrapeRNG = streams.Stream(ScrapeStream)
+		}
+		ring := int(as.maxScrape/a.IntervalUs) + 2
+		for k := range as.pools {
+			p := &as.pools[k]
+			p.samples = make([]scrapeSample, ring)
+			var o policy.AutoscaleObservables
+			s.observePool(p, &o)
+			p.record(&o)
+		}
+	}
 	s.heap.push(a.IntervalUs, evAutoscale, -1, -1)
 	return nil
 }
@@ -358,6 +439,10 @@ func (s *simulation) onAutoscale() {
 	a := as.cfg
 	as.stats.Evaluations++
 	var ready, active int32
+	var delay int64
+	if as.maxScrape > 0 {
+		delay = as.scrapeDelay()
+	}
 	for k := range as.pools {
 		p := &as.pools[k]
 		var o policy.AutoscaleObservables
@@ -365,7 +450,15 @@ func (s *simulation) onAutoscale() {
 		p.stats.MinReady = min(p.stats.MinReady, o.Ready)
 		ready += o.Ready
 		cur := o.Ready + o.Starting
-		want := min(max(p.pol.Desired(&o), p.bounds.MinReplicas), p.bounds.MaxReplicas)
+		seen := true
+		if p.samples != nil {
+			p.record(&o)
+			seen = p.delayed(&o, s.now-delay)
+		}
+		want := cur
+		if seen {
+			want = min(max(p.pol.Desired(&o), p.bounds.MinReplicas), p.bounds.MaxReplicas)
+		}
 		since := s.now - p.lastAction
 		switch {
 		case want > cur && (p.lastAction < 0 || since >= a.ScaleUpCooldownUs):

@@ -126,8 +126,13 @@ type control struct {
 	preciseBS   int32
 	precise     []uint64
 	cur         int32 // slot being routed
-	insts       []instance
-	slab        *slab
+	// signal is the delayed view of the instances' caches the precise producer reads
+	// (cachesignal.go; nil without a cache-signal delay); routing is set while the routing
+	// policy decides, so other lookups (decision traces) read the real caches.
+	signal  *cacheSignal
+	routing bool
+	insts   []instance
+	slab    *slab
 }
 
 // Templates that never read instance snapshots: a run whose stages are all among them skips
@@ -165,6 +170,7 @@ func (s *simulation) newControl(streams *rng.Partitioned) error {
 		return err
 	}
 	c.blockSize, c.maxBlocks = p.PrefixBlockSize(), p.MaxPrefixBlocks()
+	c.signal = newCacheSignal(p.Observability().CacheSignalDelayUs, s.insts)
 	adm, prio, route := p.Names()
 	c.admitSnaps, c.prioSnaps, c.routeSnaps = !snapshotFreeAdmission[adm], !snapshotFreePriority[prio], !snapshotFreeRouting[route]
 	if c.admitSnaps || c.prioSnaps || c.routeSnaps {
@@ -254,7 +260,8 @@ func (l liveInstances) Observe(i int, now int64, dst *policy.InstanceSnapshot) {
 }
 
 // CachedPrefix answers the precise prefix producer from instance i's real KV cache: the
-// leading full blocks of the request's prompt present there.
+// leading full blocks of the request's prompt present there (with a cache-signal delay, those
+// of them the router has heard of).
 func (c *control) CachedPrefix(i int, _ *policy.RequestView) (matched, total, blockSize int32) {
 	in := &c.insts[i]
 	bs := in.cfg.BlockSize
@@ -266,6 +273,12 @@ func (c *control) CachedPrefix(i int, _ *policy.RequestView) (matched, total, bl
 	total = int32(len(c.precise))
 	if !in.cfg.DisablePrefixCaching {
 		matched = in.kv.CachedPrefix(c.precise)
+		if c.signal != nil && c.routing {
+			if !c.signal.on {
+				c.signal.start() // the first routing decision: nothing is stored yet
+			}
+			matched = c.signal.matched(i, c.precise, matched)
+		}
 	}
 	return matched, total, bs
 }
@@ -327,6 +340,9 @@ func (s *simulation) ctlArrival(slot int32) {
 		TenantName: nameAt(c.tenants, r.tenant), ClassName: nameAt(c.classes, r.class),
 	}
 	st.ticket = policy.Ticket{Instance: -1}
+	if c.signal != nil && int(slot) < len(c.signal.reported) {
+		c.signal.reported[slot] = slotReport{inst: -1}
+	}
 	c.streaming = c.streaming || st.view.Streaming
 	if c.blockSize > 0 {
 		n := r.input
@@ -423,7 +439,14 @@ func (s *simulation) onRouting(slot int32) {
 	}
 	pd := c.p.Prioritize(&st.view, snaps, s.now)
 	c.cur = slot
+	if c.signal != nil {
+		if c.signal.on {
+			c.signal.apply(s.now)
+		}
+		c.routing = true
+	}
 	rd := c.p.Route(&st.view, snaps, s.now)
+	c.routing = false
 	if list != nil {
 		s.fixTarget(&rd, st.view.PrefixHashes, list)
 	}

@@ -269,12 +269,7 @@ func (s *simulation) run() error {
 		case evQueued:
 			s.onQueued(ev.req)
 		case evStep:
-			in := &s.insts[ev.inst]
-			in.lastEvent(s.now)
-			s.step(in, s.now)
-			if s.ser != nil {
-				s.ser.step(in, s.now)
-			}
+			s.onStep(&s.insts[ev.inst])
 		case evSnapshotTick:
 			s.res.Events-- // an observation, not a simulated event: runs compare equal with or without
 			s.onSnapshotTick()
@@ -310,6 +305,19 @@ func (s *simulation) run() error {
 		s.progress()
 	}
 	return nil
+}
+
+// onStep runs a step of in and what observes it: the router's delayed cache signal and the
+// time series.
+func (s *simulation) onStep(in *instance) {
+	in.lastEvent(s.now)
+	s.step(in, s.now)
+	if s.ctl != nil && s.ctl.signal != nil && s.ctl.signal.on {
+		s.reportStores(in)
+	}
+	if s.ser != nil {
+		s.ser.step(in, s.now)
+	}
 }
 
 // pullSource schedules the source's next request, if any.
