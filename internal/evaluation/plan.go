@@ -92,11 +92,11 @@ func load(doc *Document, wrap func(part string, err error) error) (*Resolved, er
 		return nil, wrap(partPolicy, err)
 	}
 	if doc.Cluster.Observability != nil {
-		if b.Observability != nil {
-			return nil, wrap(partPolicy, errors.New("observability: the cluster sets the signal staleness; the bundle must not"))
+		obs, err := mergeObservability(doc.Cluster.Observability, b.Observability)
+		if err != nil {
+			return nil, wrap(partPolicy, err)
 		}
-		obs := *doc.Cluster.Observability
-		b.Observability = &obs
+		b.Observability = obs
 	}
 	if err := b.Validate(); err != nil {
 		return nil, wrap(partPolicy, err)
@@ -187,6 +187,31 @@ func load(doc *Document, wrap func(part string, err error) error) (*Resolved, er
 		return nil, wrap("format", err)
 	}
 	return &Resolved{Document: *doc, Canonical: canon, Hash: Hash(canon), Notes: notes, plan: p}, nil
+}
+
+// mergeObservability combines the cluster's observability with the bundle's (nil: none). Per
+// signal refresh rules are set in one place only; the cluster's snapshot refresh interval and
+// cache-signal delay may join a bundle's rules, whose fields then keep their own modes (the
+// interval covers only the load fields the bundle leaves unset).
+func mergeObservability(cl, b *policy.ObservabilityConfig) (*policy.ObservabilityConfig, error) {
+	out := *cl
+	if b == nil {
+		return &out, nil
+	}
+	fieldsOnly := *cl
+	fieldsOnly.SnapshotRefreshUs, fieldsOnly.CacheSignalDelayUs = 0, 0
+	switch {
+	case fieldsOnly != (policy.ObservabilityConfig{}):
+		return nil, errors.New("observability: the cluster sets the signal staleness; the bundle must not")
+	case cl.SnapshotRefreshUs != 0 && b.SnapshotRefreshUs != 0:
+		return nil, errors.New("observability.snapshot_refresh_interval_us: set by both the cluster (controlPlane.snapshotRefreshIntervalUs) and the bundle")
+	case cl.CacheSignalDelayUs != 0 && b.CacheSignalDelayUs != 0:
+		return nil, errors.New("observability.cache_signal_delay_us: set by both the cluster (controlPlane.cacheSignalDelayUs) and the bundle")
+	}
+	out = *b
+	out.SnapshotRefreshUs = max(out.SnapshotRefreshUs, cl.SnapshotRefreshUs)
+	out.CacheSignalDelayUs = max(out.CacheSignalDelayUs, cl.CacheSignalDelayUs)
+	return &out, nil
 }
 
 // maxObjectives bounds objectives and fitness weights (as the CRD does).
@@ -358,6 +383,7 @@ func autoscaleConfig(a *AutoscalingDoc, replicas int, pd *PDDoc, b *policy.Autos
 		Warmup:              sim.Delay{MeanUs: a.WarmupDelayUs},
 		Drain:               sim.DrainPolicy(a.DrainPolicy),
 		CostPerReplicaHour:  a.CostPerReplicaHour,
+		ScrapeDelay:         sim.Delay{MeanUs: secondsToUs(b.HPAScrapeDelay.Mean), StddevUs: secondsToUs(b.HPAScrapeDelay.Stddev)},
 	}
 	slots := a.MaxReplicas
 	switch {
@@ -377,6 +403,15 @@ func autoscaleConfig(a *AutoscalingDoc, replicas int, pd *PDDoc, b *policy.Autos
 		return nil, "", err
 	}
 	return ac, note, nil
+}
+
+// secondsToUs converts a delay in seconds to whole microseconds (rounded; negative and NaN
+// values become -1 so that validation rejects them).
+func secondsToUs(v float64) int64 {
+	if !(v >= 0) {
+		return -1
+	}
+	return int64(math.Round(min(v*1e6, math.MaxInt64/4)))
 }
 
 // setAutoscale builds the plan's autoscaler when the cluster has one, adding its note.

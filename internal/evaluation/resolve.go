@@ -347,8 +347,22 @@ func resolveCluster(o owner, s *blisv1alpha1.SimulatedClusterSpec) (ClusterDoc, 
 			return d, nil, o.err(ReasonInvalidSpec, "observability", err)
 		}
 	}
-	if s.ControlPlane.SnapshotRefreshIntervalUs != nil || s.ControlPlane.CacheSignalDelayUs != nil {
-		notes = append(notes, "controlPlane: snapshotRefreshIntervalUs and cacheSignalDelayUs are not simulated")
+	if cp := s.ControlPlane; (cp.SnapshotRefreshIntervalUs != nil && *cp.SnapshotRefreshIntervalUs != 0) || (cp.CacheSignalDelayUs != nil && *cp.CacheSignalDelayUs != 0) {
+		// The refresh interval makes the load fields that observability leaves unset periodic;
+		// the delay lags the precise prefix producer's view of the caches. Both travel in the
+		// document's observability (absent when unset, so other documents keep their hash).
+		if d.Observability == nil {
+			d.Observability = &policy.ObservabilityConfig{}
+		}
+		if v := cp.SnapshotRefreshIntervalUs; v != nil {
+			d.Observability.SnapshotRefreshUs = *v
+		}
+		if v := cp.CacheSignalDelayUs; v != nil {
+			d.Observability.CacheSignalDelayUs = *v
+		}
+		if err := d.Observability.Validate(); err != nil {
+			return d, nil, o.err(ReasonInvalidSpec, "controlPlane", err)
+		}
 	}
 	e := s.Engine
 	if e.SwapSpaceGiB != nil || e.MaxNumPartialPrefills != nil || e.MoE != nil {
@@ -551,9 +565,6 @@ func resolvePolicy(o owner, s *blisv1alpha1.PolicyBundleSpec, cms map[string]map
 	var notes []string
 	if s.InstanceLifecycle != nil || len(s.NodePools) > 0 {
 		notes = append(notes, "policy: instanceLifecycle and nodePools are validated but not simulated; the SimulatedCluster's autoscaling block sets the replica bounds and actuation delays")
-	}
-	if s.Autoscaler != nil && s.Autoscaler.HpaScrapeDelay != nil {
-		notes = append(notes, "policy: autoscaler.hpaScrapeDelay is not simulated; the autoscaler reads live signals")
 	}
 	return string(out), o, notes, nil
 }
