@@ -25,6 +25,7 @@ type autoscaleFlags struct {
 	provisioningUs, modelLoadUs, warmupUs int64
 	drain                                 string
 	costPerReplicaHour                    float64
+	scrapeDelayUs                         int64
 }
 
 func addAutoscaleFlags(fl *pflag.FlagSet, f *autoscaleFlags) {
@@ -44,6 +45,7 @@ func addAutoscaleFlags(fl *pflag.FlagSet, f *autoscaleFlags) {
 	fl.Int64Var(&f.warmupUs, "warmup-delay-us", 0, "time a loaded replica warms up before it is routed to")
 	fl.StringVar(&f.drain, "drain-policy", string(sim.DrainWait), "what a removed replica does with its requests: wait, immediate or redirect")
 	fl.Float64Var(&f.costPerReplicaHour, "cost-per-replica-hour", 0, "price of one replica hour, for the autoscaler's cost")
+	fl.Int64Var(&f.scrapeDelayUs, "hpa-scrape-delay-us", 0, "age in microseconds of the load the autoscaler decides on, as an HPA reads a metrics pipeline (default: the policy config's autoscaler.hpa_scrape_delay)")
 }
 
 // autoscaleConfig builds the run's autoscaler from the flags and the policy config's
@@ -51,7 +53,7 @@ func addAutoscaleFlags(fl *pflag.FlagSet, f *autoscaleFlags) {
 // the prefill and decode pools' bounds of a disaggregated run, each autoscaled on its own.
 func autoscaleConfig(fl *pflag.FlagSet, f *autoscaleFlags, initial int, b *policy.Bundle, pools []sim.PoolBounds) (*sim.AutoscaleConfig, error) {
 	if f.maxReplicas == 0 && pools == nil {
-		for _, n := range []string{"min-replicas", "autoscale-policy", "autoscale-interval-us", "drain-policy", "provisioning-delay-us"} {
+		for _, n := range []string{"min-replicas", "autoscale-policy", "autoscale-interval-us", "drain-policy", "provisioning-delay-us", "hpa-scrape-delay-us"} {
 			if fl.Changed(n) {
 				return nil, fmt.Errorf("--%s needs --max-replicas (autoscaling; with --prefill-instances, --prefill-max-replicas or --decode-max-replicas)", n)
 			}
@@ -131,6 +133,11 @@ func autoscaleConfig(fl *pflag.FlagSet, f *autoscaleFlags, initial int, b *polic
 	}
 	if b != nil && b.InstanceLifecycle.LoadingDelay.Stddev > 0 && !fl.Changed("model-load-delay-us") {
 		a.ModelLoad.StddevUs = int64(b.InstanceLifecycle.LoadingDelay.Stddev * 1e6)
+	}
+	if fl.Changed("hpa-scrape-delay-us") {
+		a.ScrapeDelay = sim.Delay{MeanUs: f.scrapeDelayUs}
+	} else {
+		a.ScrapeDelay = sim.Delay{MeanUs: int64(blk.HPAScrapeDelay.Mean * 1e6), StddevUs: int64(blk.HPAScrapeDelay.Stddev * 1e6)}
 	}
 	if err := a.Validate(slots); err != nil {
 		return nil, err

@@ -110,3 +110,24 @@ func TestRunPDFlags(t *testing.T) {
 		}
 	}
 }
+
+// --hpa-scrape-delay-us postpones the autoscaler's view of the load: the oscillator, which acts
+// at every evaluation it has a sample for, starts later; the flag needs autoscaling.
+func TestRunHPAScrapeDelayFlag(t *testing.T) {
+	args := []string{"--model", testModel, "--num-instances", "1", "--max-replicas", "3", "--autoscale-policy", "oscillator",
+		"--autoscale-interval-us", "500000", "--num-requests", "100", "--rate", "20", "--seed", "3"}
+	live, err := runCLI(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	late, err := runCLI(t, append(args, "--hpa-scrape-delay-us", "2000000")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if live == late {
+		t.Error("--hpa-scrape-delay-us did not change the autoscaled run")
+	}
+	if _, err := runCLI(t, "--model", testModel, "--hpa-scrape-delay-us", "1000"); err == nil || !strings.Contains(err.Error(), "needs --max-replicas") {
+		t.Errorf("--hpa-scrape-delay-us without autoscaling: %v", err)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -15,6 +16,8 @@ type policyFlags struct {
 	preemption                                       string
 	admissionLatency, routingLatency                 int64
 	bucketCapacity, bucketRefill                     float64
+	// snapshotRefresh and cacheSignalDelay are the router's signal staleness (µs).
+	snapshotRefresh, cacheSignalDelay int64
 }
 
 // addPolicyFlags registers the control-plane flags on fl.
@@ -30,11 +33,14 @@ func addPolicyFlags(fl *pflag.FlagSet, f *policyFlags) {
 	fl.Int64Var(&f.routingLatency, "routing-latency", 0, "routing decision latency in microseconds")
 	fl.Float64Var(&f.bucketCapacity, "token-bucket-capacity", 10000, "token-bucket admission: bucket capacity in tokens")
 	fl.Float64Var(&f.bucketRefill, "token-bucket-refill-rate", 1000, "token-bucket admission: refill rate in tokens per second")
+	fl.Int64Var(&f.snapshotRefresh, "snapshot-refresh-interval", 0, "refresh interval of the router's instance snapshots in microseconds: queue depth, batch size and KV utilization not set by the policy config's observability become periodic (0 = always current)")
+	fl.Int64Var(&f.cacheSignalDelay, "cache-signal-delay", 0, "lag in microseconds of the precise prefix scorer's view of the instances' caches (their KV events; 0 = none)")
 }
 
 // policyBundle builds the run's policy bundle from --policy-config and the flags that were
 // given, or returns nil when none was (BLIS's defaults through the simulator's fast path; the
-// decision latencies then come from the cluster settings alone).
+// decision latencies then come from the cluster settings alone). The staleness flags alone give
+// the default bundle, since only the pipeline's router models stale signals.
 func policyBundle(fl *pflag.FlagSet, f *policyFlags) (*policy.Bundle, error) {
 	pf := policy.Flags{PolicyConfig: f.policyConfig}
 	given := f.policyConfig != ""
@@ -57,7 +63,11 @@ func policyBundle(fl *pflag.FlagSet, f *policyFlags) (*policy.Bundle, error) {
 	if fl.Changed("token-bucket-refill-rate") {
 		pf.TokenBucketRefillRate, given = &f.bucketRefill, true
 	}
-	if !given {
+	staleness := fl.Changed("snapshot-refresh-interval") || fl.Changed("cache-signal-delay")
+	if f.snapshotRefresh < 0 || f.cacheSignalDelay < 0 {
+		return nil, fmt.Errorf("--snapshot-refresh-interval and --cache-signal-delay must be >= 0, got %d and %d", f.snapshotRefresh, f.cacheSignalDelay)
+	}
+	if !given && !staleness {
 		return nil, nil
 	}
 	if fl.Changed("admission-latency") {
@@ -66,5 +76,25 @@ func policyBundle(fl *pflag.FlagSet, f *policyFlags) (*policy.Bundle, error) {
 	if fl.Changed("routing-latency") {
 		pf.RoutingLatency = &f.routingLatency
 	}
-	return policy.FromFlags(pf)
+	b := &policy.Bundle{} // the defaults, as the fast path runs them
+	if given {
+		var err error
+		if b, err = policy.FromFlags(pf); err != nil {
+			return nil, err
+		}
+	}
+	if staleness {
+		var obs policy.ObservabilityConfig
+		if b.Observability != nil {
+			obs = *b.Observability
+		}
+		if fl.Changed("snapshot-refresh-interval") {
+			obs.SnapshotRefreshUs = f.snapshotRefresh
+		}
+		if fl.Changed("cache-signal-delay") {
+			obs.CacheSignalDelayUs = f.cacheSignalDelay
+		}
+		b.Observability = &obs
+	}
+	return b, nil
 }

@@ -81,3 +81,26 @@ func TestRunAllPolicyFlags(t *testing.T) {
 		t.Errorf("a shared 256-token prefix should hit the cache: %v", o.CacheHitRate)
 	}
 }
+
+// The staleness flags reach the router: least-loaded over queue depth decides differently on
+// 100 ms old snapshots; round-robin reads no snapshots, so the default bundle the flags bring
+// gives the plain run's output; a negative value is refused.
+func TestRunStalenessFlags(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(path, []byte("routing:\n  policy: least-loaded\n  params: {signal: queue-depth}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	qLive, _, _ := clusterBlock(t, "--policy-config", path, "--num-instances", "4", "--num-requests", "200", "--rate", "200")
+	qStale, _, _ := clusterBlock(t, "--policy-config", path, "--num-instances", "4", "--num-requests", "200", "--rate", "200", "--snapshot-refresh-interval", "100000")
+	if qLive == qStale {
+		t.Error("--snapshot-refresh-interval did not change least-loaded routing over queue depth")
+	}
+	plain, _, _ := clusterBlock(t)
+	withFlags, _, _ := clusterBlock(t, "--snapshot-refresh-interval", "50000", "--cache-signal-delay", "50000")
+	if plain != withFlags {
+		t.Error("round-robin with stale snapshots differs from the plain run")
+	}
+	if _, err := runCLI(t, "--model", testModel, "--cache-signal-delay", "-1"); err == nil {
+		t.Error("a negative --cache-signal-delay was accepted")
+	}
+}
