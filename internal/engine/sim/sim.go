@@ -22,7 +22,8 @@
 // router decides on snapshots from a policy.SnapshotProvider over the live instances, so each
 // field is as stale as the bundle's observability settings say; periodic fields are refreshed
 // by events on their grid (after the steps of the instant), which skip idle time and never
-// extend a run. Instances keep rolling estimates of recent TTFT, TPOT, prefix-cache hit rate
+// extend a run. With a cache-signal delay the precise prefix producer hears of the blocks an
+// instance stores that much later (cachesignal.go), as llm-d's KV events reach the router. Instances keep rolling estimates of recent TTFT, TPOT, prefix-cache hit rate
 // and step time for the snapshots. The router's books are released when a request leaves its
 // instance. Inside instances, the wait queue follows the bundle's scheduler (fcfs keeps the
 // O(1) deque, any other ordering a heap over the requests' scheduler keys, whose priority is
