@@ -638,14 +638,17 @@ type ControlPlaneSpec struct {
 	// +optional
 	RoutingLatencyUs int64 `json:"routingLatencyUs,omitempty"`
 
-	// snapshotRefreshIntervalUs is how often periodic instance snapshots are refreshed
-	// (default 50000).
+	// snapshotRefreshIntervalUs is how often the router's view of instance load (queue depth,
+	// batch size, KV utilization) is refreshed; between refreshes routing sees the last
+	// snapshot. A PolicyBundle's own observability rule for a signal takes precedence. Unset or
+	// 0: the router reads load live.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	SnapshotRefreshIntervalUs *int64 `json:"snapshotRefreshIntervalUs,omitempty"`
 
-	// cacheSignalDelayUs is how stale the router's view of instance prefix caches is
-	// (default 50000).
+	// cacheSignalDelayUs delays the KV-cache events that feed the precise prefix-cache scorer:
+	// blocks an instance stores count for routing only this long after they are stored (llm-d's
+	// KV-event path). Unset or 0: no delay.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	CacheSignalDelayUs *int64 `json:"cacheSignalDelayUs,omitempty"`
