@@ -73,6 +73,9 @@ type EvaluationReconciler struct {
 	ledger  *ledger
 	phases  *phaseTracker
 	wakeups chan event.GenericEvent
+	// writes holds the resource versions of this reconciler's own status writes until the
+	// cache shows them.
+	writes *ownWrites
 
 	// resolved caches the resolved input of Evaluations that wait for a slot, so a queued
 	// Evaluation is not resolved again on every wake-up; keyed by UID with a fingerprint of
@@ -143,6 +146,14 @@ func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		r.forget(&ev)
 		return ctrl.Result{}, nil
 	}
+	if r.writes.stale(req.NamespacedName, ev.UID, ev.ResourceVersion) {
+		// The cache has not yet seen this reconciler's last status write: acting on the older
+		// status would repeat steps already taken (start a run again after its outcome was
+		// written, recreate a deleted Job as a first attempt). The watch event of that write
+		// enqueues the Evaluation again.
+		log.V(1).Info("cache behind the last status write; waiting for it", "resourceVersion", ev.ResourceVersion)
+		return ctrl.Result{}, nil
+	}
 	if terminal(&ev.Status) && ev.Status.ObservedGeneration == ev.Generation {
 		r.ledger.release(ev.UID)
 		r.pool.forget(ev.UID)
@@ -189,6 +200,7 @@ func (r *EvaluationReconciler) writeStatus(ctx context.Context, ev *blisv1alpha1
 		ev.Status = old
 		return err
 	}
+	r.writes.record(client.ObjectKeyFromObject(ev), ev.UID, ev.ResourceVersion)
 	if old.Phase != desired.Phase && desired.Phase != "" {
 		transitions.WithLabelValues(string(desired.Phase)).Inc()
 	}
@@ -265,12 +277,14 @@ func (r *EvaluationReconciler) forget(ev *blisv1alpha1.Evaluation) {
 	r.ledger.release(ev.UID)
 	r.dropResolved(ev.UID)
 	r.phases.set(client.ObjectKeyFromObject(ev), "")
+	r.writes.forget(client.ObjectKeyFromObject(ev))
 }
 
 func (r *EvaluationReconciler) forgetKey(key types.NamespacedName) {
 	r.pool.cancelKey(key)
 	r.ledger.releaseKey(key)
 	r.phases.set(key, "")
+	r.writes.forget(key)
 }
 
 // reconcile computes the desired status of ev.
@@ -811,23 +825,15 @@ func seedsText(ev *blisv1alpha1.Evaluation) string {
 func (r *EvaluationReconciler) observeJob(ctx context.Context, log logr.Logger, ev *blisv1alpha1.Evaluation,
 	st *blisv1alpha1.EvaluationStatus, post *postWrite) (ctrl.Result, error) {
 	gen := ev.Generation
-	var cm corev1.ConfigMap
-	cmErr := r.Get(ctx, client.ObjectKey{Namespace: ev.Namespace, Name: resultName(ev)}, &cm)
-	if cmErr != nil && !apierrors.IsNotFound(cmErr) {
-		return ctrl.Result{}, cmErr
-	}
-	var job batchv1.Job
-	var jv jobView
-	if err := r.Get(ctx, client.ObjectKey{Namespace: ev.Namespace, Name: runName(ev)}, &job); err == nil {
-		jv = viewJob(&job)
-	} else if !apierrors.IsNotFound(err) {
+	cm, jv, err := r.readJobRun(ctx, ev)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if jv.exists {
 		st.Attempts = jv.attempt + jv.failures
 	}
-	if cmErr == nil {
-		payload, err := resultstore.Decode(&cm, st.InputHash)
+	if cm != nil {
+		payload, err := resultstore.Decode(cm, st.InputHash)
 		switch {
 		case err == nil && payload.Result.Status != nil:
 			st.ResultRef = &blisv1alpha1.ResultReference{Kind: "ConfigMap", Name: cm.Name, Key: resultstore.KeyResult,
@@ -934,6 +940,41 @@ func (r *EvaluationReconciler) observeJob(ctx context.Context, log logr.Logger, 
 	setCondition(&st.Conditions, gen, blisv1alpha1.ConditionRunning, metav1.ConditionTrue, reason, msg)
 	// Job and result events wake the Evaluation; the resync only covers a missed one.
 	return ctrl.Result{RequeueAfter: r.Config.RunningResync}, nil
+}
+
+// readJobRun reads the result ConfigMap of ev's run (nil when there is none) and its Job from
+// the cache. The cache may not have seen a Job just created (its watch and the Evaluation's are
+// separate), nor a result written before the Job went: before a Job missing from the cache is
+// taken as lost, and created again as a new attempt, the API server confirms both, the Job
+// first.
+func (r *EvaluationReconciler) readJobRun(ctx context.Context, ev *blisv1alpha1.Evaluation) (*corev1.ConfigMap, jobView, error) {
+	cmKey := client.ObjectKey{Namespace: ev.Namespace, Name: resultName(ev)}
+	jobKey := client.ObjectKey{Namespace: ev.Namespace, Name: runName(ev)}
+	readCM := func(c client.Reader) (*corev1.ConfigMap, error) {
+		cm := &corev1.ConfigMap{}
+		if err := c.Get(ctx, cmKey, cm); err != nil {
+			return nil, client.IgnoreNotFound(err)
+		}
+		return cm, nil
+	}
+	cm, err := readCM(r.Client)
+	if err != nil {
+		return nil, jobView{}, err
+	}
+	var job batchv1.Job
+	err = r.Get(ctx, jobKey, &job)
+	if apierrors.IsNotFound(err) {
+		if err = r.APIReader.Get(ctx, jobKey, &job); apierrors.IsNotFound(err) {
+			if cm, err = readCM(r.APIReader); err != nil {
+				return nil, jobView{}, err
+			}
+			return cm, jobView{}, nil
+		}
+	}
+	if err != nil {
+		return nil, jobView{}, err
+	}
+	return cm, viewJob(&job), nil
 }
 
 // oomKilled returns the name of an engine pod of ev whose container was OOM-killed, if any.

@@ -31,6 +31,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -41,6 +42,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	blisv1alpha1 "github.com/inference-sim/blis-operator/api/v1alpha1"
@@ -188,26 +190,7 @@ func SetupWithManager(mgr ctrl.Manager, cfg Config) error {
 		return err
 	}
 
-	r := &EvaluationReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
-		Recorder: rec("evaluation-controller"), Config: cfg,
-		resolved: map[types.UID]resolvedEntry{},
-		phases:   newPhaseTracker(),
-		wakeups:  make(chan event.GenericEvent, 1024),
-	}
-	wake := func(key types.NamespacedName) {
-		ev := &blisv1alpha1.Evaluation{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-		r.wakeups <- event.GenericEvent{Object: ev}
-	}
-	capacity := cfg.MaxRunning
-	if capacity <= 0 {
-		capacity = 4096
-	}
-	r.pool = newPool(cfg.Run, cfg.InProcessWorkers, capacity, func(k types.NamespacedName) { go wake(k) },
-		func(busy, workers int) { workersBusy.Set(float64(busy)); workersTotal.Set(float64(workers)) })
-	workersTotal.Set(float64(cfg.InProcessWorkers))
-	r.ledger = newLedger(cfg.MaxRunning, cfg.MaxRunningPerNamespace, func(k types.NamespacedName) { go wake(k) },
-		func(running, queued int) { runningSlots.Set(float64(running)); queueDepth.Set(float64(queued)) })
+	r := newEvaluationReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(), rec("evaluation-controller"), cfg)
 	if err := mgr.Add(r.pool); err != nil {
 		return err
 	}
@@ -222,6 +205,33 @@ func SetupWithManager(mgr ctrl.Manager, cfg Config) error {
 		WatchesRawSource(source.Channel(r.wakeups, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: cfg.MaxConcurrentReconciles}).
 		Complete(r)
+}
+
+// newEvaluationReconciler returns the Evaluation reconciler with its in-memory state: the
+// in-process pool (to be started) and the admission ledger.
+// Wake-ups go through r.wakeups, which the controller watches.
+func newEvaluationReconciler(c client.Client, apiReader client.Reader, scheme *runtime.Scheme, rec recorder.EventRecorder, cfg Config) *EvaluationReconciler {
+	r := &EvaluationReconciler{
+		Client: c, APIReader: apiReader, Scheme: scheme, Recorder: rec, Config: cfg,
+		resolved: map[types.UID]resolvedEntry{},
+		phases:   newPhaseTracker(),
+		wakeups:  make(chan event.GenericEvent, 1024),
+		writes:   newOwnWrites(),
+	}
+	wake := func(key types.NamespacedName) {
+		ev := &blisv1alpha1.Evaluation{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+		r.wakeups <- event.GenericEvent{Object: ev}
+	}
+	capacity := cfg.MaxRunning
+	if capacity <= 0 {
+		capacity = 4096
+	}
+	r.pool = newPool(cfg.Run, cfg.InProcessWorkers, capacity, func(k types.NamespacedName) { go wake(k) },
+		func(busy, workers int) { workersBusy.Set(float64(busy)); workersTotal.Set(float64(workers)) })
+	workersTotal.Set(float64(cfg.InProcessWorkers))
+	r.ledger = newLedger(cfg.MaxRunning, cfg.MaxRunningPerNamespace, func(k types.NamespacedName) { go wake(k) },
+		func(running, queued int) { runningSlots.Set(float64(running)); queueDepth.Set(float64(queued)) })
+	return r
 }
 
 // users maps a changed SimulatedCluster, PolicyBundle or WorkloadSpec to the unfinished

@@ -110,6 +110,37 @@ func TestLedgerRestoredQueueKeepsOrder(t *testing.T) {
 	}
 }
 
+// TestOwnWrites: a cached version older than the reconciler's own last write is stale; the
+// record goes once the cache has caught up, or when the name now belongs to another object.
+func TestOwnWrites(t *testing.T) {
+	w := newOwnWrites()
+	k := types.NamespacedName{Namespace: "ns", Name: "e"}
+	if w.stale(k, "u", "5") {
+		t.Fatal("nothing written yet")
+	}
+	w.record(k, "u", "10")
+	for range 2 {
+		if !w.stale(k, "u", "9") {
+			t.Fatal("version 9 is older than the write at 10, however often it is read")
+		}
+	}
+	if w.stale(k, "u", "10") {
+		t.Fatal("the cache shows the write")
+	}
+	if w.stale(k, "u", "9") {
+		t.Fatal("the record goes once the cache caught up")
+	}
+	w.record(k, "u", "20")
+	if w.stale(k, "other", "3") {
+		t.Fatal("a recreated Evaluation of the same name is not the one written")
+	}
+	w.record(k, "u", "30")
+	w.forget(k)
+	if w.stale(k, "u", "25") {
+		t.Fatal("forgotten")
+	}
+}
+
 // TestLedgerConcurrentAdmission: however many goroutines admit at once, the cap holds.
 func TestLedgerConcurrentAdmission(t *testing.T) {
 	l := newLedger(5, 0, func(types.NamespacedName) {}, nil)
