@@ -37,9 +37,17 @@ type Algorithm interface {
 	Propose(g int, history [][]Trial) []Point
 }
 
+// Converger is implemented by an adaptive algorithm that can end the search from its results:
+// when Converged(g, history) is true before generation g is proposed, the study completes
+// with reason Converged.
+type Converger interface {
+	// Converged reports whether the search has converged after the generations in history.
+	Converged(g int, history [][]Trial) bool
+}
+
 // Settings configure an algorithm.
 type Settings struct {
-	// Name is grid, random, nsga2 or evolution.
+	// Name is grid, random, nsga2, evolution or cmaes.
 	Name string
 	// Seed drives every random choice.
 	Seed int64
@@ -52,6 +60,13 @@ type Settings struct {
 	// InitialStep is the evolution strategy's initial step size, as a fraction of each
 	// parameter's range (0 = 0.2).
 	InitialStep float64
+	// CMAESPopulation is lambda of CMA-ES (0 = CMAESPopulation of the space's dimension).
+	CMAESPopulation int
+	// CMAESSigma is CMA-ES's initial step size sigma0 as a fraction of each parameter's range
+	// (0 = 0.25).
+	CMAESSigma float64
+	// CMAESRestarts is the number of times CMA-ES starts a new run after one ended.
+	CMAESRestarts int
 }
 
 // The algorithm names.
@@ -60,6 +75,7 @@ const (
 	NameRandom    = "random"
 	NameNSGA2     = "nsga2"
 	NameEvolution = "evolution"
+	NameCMAES     = "cmaes"
 )
 
 // New builds the algorithm of settings s over space.
@@ -94,8 +110,10 @@ func New(space Space, s Settings) (Algorithm, error) {
 			step = 0.2
 		}
 		return &evolution{space: space, seed: s.Seed, lambda: s.PopulationSize, mu: mu, rate: rate, step: step}, nil
+	case NameCMAES:
+		return newCMAES(space, s.Seed, s.CMAESPopulation, s.CMAESSigma, s.CMAESRestarts)
 	}
-	return nil, fmt.Errorf("unknown algorithm %q (grid, random, nsga2, evolution)", s.Name)
+	return nil, fmt.Errorf("unknown algorithm %q (grid, random, nsga2, evolution, cmaes)", s.Name)
 }
 
 // rngFor is the random source of one generation of one algorithm: seeded by the study seed,

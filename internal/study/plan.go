@@ -110,6 +110,9 @@ const (
 	ReasonBudgetExhausted      = "BudgetExhausted"
 	ReasonSearchSpaceExhausted = "SearchSpaceExhausted"
 	ReasonTooManyFailures      = "TooManyFailures"
+	// ReasonConverged is the reason of a study whose algorithm (a Converger) ended the
+	// search from its results.
+	ReasonConverged = "Converged"
 	// ReasonLeaderboardOnly is the reason of a Running study that creates nothing
 	// (MaxEvaluations 0) and only ranks external trials.
 	ReasonLeaderboardOnly = "LeaderboardOnly"
@@ -177,7 +180,7 @@ func Plan(cfg Config, trials []Trial) (Decision, error) {
 		return d, nil
 	}
 
-	exhausted := false
+	exhausted, converged := false, false
 	var history [][]Trial
 	for g := 0; ; g++ {
 		size := cfg.Algorithm.Size(g)
@@ -187,6 +190,10 @@ func Plan(cfg Config, trials []Trial) (Decision, error) {
 		}
 		existing := byGen[g]
 		if cfg.Algorithm.Adaptive() && g > 0 && !finished(byGen[g-1], cfg.Algorithm.Size(g-1)) {
+			break
+		}
+		if c, ok := cfg.Algorithm.(Converger); ok && len(existing) == 0 && c.Converged(g, history) {
+			converged = true
 			break
 		}
 		if len(existing) < size {
@@ -219,6 +226,9 @@ func Plan(cfg Config, trials []Trial) (Decision, error) {
 		case exhausted:
 			d.Outcome, d.Reason = Completed, ReasonSearchSpaceExhausted
 			d.Message = fmt.Sprintf("the search space is exhausted after %d Evaluations", created)
+		case converged:
+			d.Outcome, d.Reason = Completed, ReasonConverged
+			d.Message = fmt.Sprintf("the search converged after %d Evaluations", created)
 		}
 	}
 	if d.Outcome == Running {

@@ -15,9 +15,9 @@ limitations under the License.
 */
 
 // Package study is the search engine of policy studies: search spaces over parameter paths,
-// the search algorithms (grid, random, NSGA-II and a (mu+lambda) evolution strategy), the
-// planner that decides which candidates to evaluate next from the results so far, and the
-// leaderboard (best, Pareto front, convergence). It knows nothing about Kubernetes: the
+// the search algorithms (grid, random, NSGA-II, a (mu+lambda) evolution strategy and
+// CMA-ES), the planner that decides which candidates to evaluate next from the results so far,
+// and the leaderboard (best, Pareto front, convergence). It knows nothing about Kubernetes: the
 // operator and `blis study` drive the same Planner through an Evaluator each.
 //
 // Determinism: candidate k of generation g is a pure function of the study's seed, its
