@@ -118,7 +118,7 @@ type SearchParameter struct {
 }
 
 // StudyAlgorithmName is a search algorithm.
-// +kubebuilder:validation:Enum=grid;random;nsga2;evolution
+// +kubebuilder:validation:Enum=grid;random;nsga2;evolution;cmaes
 type StudyAlgorithmName string
 
 // The search algorithms.
@@ -134,19 +134,51 @@ const (
 	// AlgorithmEvolution is a (mu+lambda) evolution strategy on the scalar fitness score, with
 	// Gaussian mutation whose step size follows the one-fifth success rule.
 	AlgorithmEvolution StudyAlgorithmName = "evolution"
+	// AlgorithmCMAES is the covariance matrix adaptation evolution strategy (CMA-ES) on the
+	// scalar fitness score, over float and int parameters.
+	AlgorithmCMAES StudyAlgorithmName = "cmaes"
 )
+
+// CMAESSettings tune the cmaes algorithm. The strategy's other constants (recombination
+// weights, learning rates, damping) are the defaults of Hansen's CMA-ES tutorial.
+type CMAESSettings struct {
+	// populationSize is lambda, the number of candidates per generation (default
+	// 4 + floor(3 ln n) for n parameters). algorithm.populationSize does not apply to cmaes.
+	// +kubebuilder:validation:Minimum=2
+	// +kubebuilder:validation:Maximum=500
+	// +optional
+	PopulationSize *int32 `json:"populationSize,omitempty"`
+
+	// initialSigmaPermille is the initial step size sigma0 as a fraction of each parameter's
+	// range (of its logarithm with logScale), in permille (default 250, a quarter of the
+	// range). The first run starts at the centre of the search space.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	InitialSigmaPermille *int32 `json:"initialSigmaPermille,omitempty"`
+
+	// restarts is how many times a new run starts, from a uniformly drawn mean with the
+	// initial step size, after a run converged (default 0). The study completes with reason
+	// Converged when the last run converged, or with BudgetExhausted before.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	Restarts *int32 `json:"restarts,omitempty"`
+}
 
 // StudyAlgorithm selects and tunes the search algorithm.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.parents) || !has(self.populationSize) || self.parents <= self.populationSize",message="parents must not exceed populationSize"
+// +kubebuilder:validation:XValidation:rule="!has(self.cmaes) || (has(self.name) && self.name == 'cmaes')",message="cmaes settings need name cmaes",fieldPath=".cmaes"
 type StudyAlgorithm struct {
-	// name is grid, random, nsga2 or evolution.
+	// name is grid, random, nsga2, evolution or cmaes.
 	// +kubebuilder:default=random
 	// +optional
 	Name StudyAlgorithmName `json:"name,omitempty"`
 
 	// populationSize is the number of candidates per generation: the population of nsga2 and
-	// lambda (offspring per generation) of evolution. grid and random ignore it.
+	// lambda (offspring per generation) of evolution. grid and random ignore it; cmaes uses
+	// cmaes.populationSize.
 	// +kubebuilder:validation:Minimum=2
 	// +kubebuilder:validation:Maximum=500
 	// +kubebuilder:default=16
@@ -174,6 +206,10 @@ type StudyAlgorithm struct {
 	// +kubebuilder:default=200
 	// +optional
 	InitialStepPermille int32 `json:"initialStepPermille,omitempty"`
+
+	// cmaes tunes the cmaes algorithm (only with name cmaes).
+	// +optional
+	CMAES *CMAESSettings `json:"cmaes,omitempty"`
 }
 
 // StudyBudget bounds a study.
@@ -236,6 +272,7 @@ type PromotionSpec struct {
 //
 // +kubebuilder:validation:XValidation:rule="!(has(self.basePolicyRef) && has(self.basePolicy))",message="set at most one of basePolicyRef and basePolicy"
 // +kubebuilder:validation:XValidation:rule="has(self.searchSpace) || self.budget.maxEvaluations == 0",message="searchSpace is required unless budget.maxEvaluations is 0 (a leaderboard-only study)"
+// +kubebuilder:validation:XValidation:rule="!has(self.algorithm.name) || self.algorithm.name != 'cmaes' || !has(self.searchSpace) || self.searchSpace.all(p, p.type != 'choice')",message="searchSpace: algorithm cmaes searches float and int parameters only; remove the choice parameters or use random, evolution or nsga2",fieldPath=".searchSpace"
 // +kubebuilder:validation:XValidation:rule="has(self.searchSpace) == has(oldSelf.searchSpace)",message="searchSpace is immutable; create a new PolicyStudy"
 // +kubebuilder:validation:XValidation:rule="has(self.basePolicyRef) == has(oldSelf.basePolicyRef) && (!has(self.basePolicyRef) || self.basePolicyRef == oldSelf.basePolicyRef)",message="basePolicyRef is immutable; create a new PolicyStudy"
 // +kubebuilder:validation:XValidation:rule="has(self.basePolicy) == has(oldSelf.basePolicy) && (!has(self.basePolicy) || self.basePolicy == oldSelf.basePolicy)",message="basePolicy is immutable; create a new PolicyStudy"
@@ -273,7 +310,8 @@ type PolicyStudySpec struct {
 	SearchSpace []SearchParameter `json:"searchSpace,omitempty"`
 
 	// objectives define each candidate's fitness, as in an Evaluation; nsga2 ranks candidates
-	// by all of them, the other algorithms by the weighted fitness score.
+	// by all of them, the other algorithms (evolution and cmaes too) by the weighted fitness
+	// score.
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MinItems=1
@@ -340,8 +378,8 @@ type PolicyStudySpec struct {
 const (
 	// StudyConditionProgressing is True while the study creates or waits for Evaluations.
 	StudyConditionProgressing = "Progressing"
-	// StudyConditionCompleted is True when the search ended normally (budget spent, or grid
-	// exhausted).
+	// StudyConditionCompleted is True when the search ended normally (budget spent, grid
+	// exhausted, or the search converged).
 	StudyConditionCompleted = "Completed"
 	// StudyConditionFailed is True when the study cannot go on (invalid search space, too
 	// many failed Evaluations).
@@ -364,6 +402,8 @@ const (
 	StudyReasonBudgetExhausted = "BudgetExhausted"
 	// StudyReasonSearchSpaceExhausted: the grid has no more candidates.
 	StudyReasonSearchSpaceExhausted = "SearchSpaceExhausted"
+	// StudyReasonConverged: the algorithm ended the search (cmaes: its last run converged).
+	StudyReasonConverged = "Converged"
 	// StudyReasonTooManyFailures: maxFailures Evaluations failed.
 	StudyReasonTooManyFailures = "TooManyFailures"
 	// StudyReasonInvalidSearchSpace: a parameter path or value does not fit the base bundle.

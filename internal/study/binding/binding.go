@@ -90,6 +90,17 @@ func Settings(spec *blisv1alpha1.PolicyStudySpec, dims int) study.Settings {
 	if a.InitialStepPermille > 0 {
 		s.InitialStep = float64(a.InitialStepPermille) / 1000
 	}
+	if c := a.CMAES; c != nil {
+		if c.PopulationSize != nil {
+			s.CMAESPopulation = int(*c.PopulationSize)
+		}
+		if c.InitialSigmaPermille != nil {
+			s.CMAESSigma = float64(*c.InitialSigmaPermille) / 1000
+		}
+		if c.Restarts != nil {
+			s.CMAESRestarts = int(*c.Restarts)
+		}
+	}
 	return s
 }
 
@@ -101,6 +112,9 @@ func Config(ps *blisv1alpha1.PolicyStudy) (study.Config, error) {
 		var err error
 		if space, err = Space(&ps.Spec); err != nil {
 			return study.Config{}, err
+		}
+		if ps.Spec.Algorithm.CMAES != nil && ps.Spec.Algorithm.Name != blisv1alpha1.AlgorithmCMAES {
+			return study.Config{}, errors.New("algorithm.cmaes: cmaes settings need name cmaes")
 		}
 		if alg, err = study.New(space, Settings(&ps.Spec, len(space))); err != nil {
 			return study.Config{}, fmt.Errorf("algorithm: %w", err)

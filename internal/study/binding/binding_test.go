@@ -146,3 +146,31 @@ func TestResultOf(t *testing.T) {
 		t.Errorf("running Evaluation: %+v", tr)
 	}
 }
+
+func TestCMAESConfig(t *testing.T) {
+	cmaes := strings.Replace(studyDoc, "budget:", "algorithm: {name: cmaes, cmaes: {populationSize: 9, initialSigmaPermille: 100, restarts: 2}}\n  budget:", 1)
+	ps, err := ParseStudy([]byte(cmaes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Config(ps); err == nil || !strings.Contains(err.Error(), "searchSpace[2] (scheduler)") {
+		t.Fatalf("a choice parameter with cmaes: %v", err)
+	}
+	ps.Spec.SearchSpace = ps.Spec.SearchSpace[:2]
+	s := Settings(&ps.Spec, 2)
+	if s.Name != study.NameCMAES || s.CMAESPopulation != 9 || s.CMAESSigma != 0.1 || s.CMAESRestarts != 2 {
+		t.Fatalf("settings %+v", s)
+	}
+	cfg, err := Config(ps)
+	if err != nil || cfg.Algorithm.Size(0) != 9 {
+		t.Fatalf("config: %v", err)
+	}
+	ps.Spec.Algorithm.CMAES = nil
+	if cfg, err := Config(ps); err != nil || cfg.Algorithm.Size(0) != study.CMAESPopulation(2) {
+		t.Fatalf("default lambda: %v", err)
+	}
+	ps.Spec.Algorithm = blisv1alpha1.StudyAlgorithm{Name: blisv1alpha1.AlgorithmEvolution, PopulationSize: 8, CMAES: &blisv1alpha1.CMAESSettings{}}
+	if _, err := Config(ps); err == nil || !strings.Contains(err.Error(), "algorithm.cmaes") {
+		t.Fatalf("cmaes settings with evolution: %v", err)
+	}
+}
