@@ -171,8 +171,11 @@ func (l *ledger) release(uid types.UID) {
 	}
 	_, wasQueued := l.queued[uid]
 	delete(l.queued, uid)
+	// A freed slot goes to the next in order; so does a free slot that a queued Evaluation
+	// leaving the queue (woken for it, it now waits for inputs or for an identical run) did
+	// not take.
 	var wake []types.NamespacedName
-	if wasRunning {
+	if wasRunning || wasQueued {
 		wake = l.nextLocked()
 	}
 	if wasRunning || wasQueued {

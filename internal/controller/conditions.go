@@ -61,6 +61,9 @@ const (
 	ReasonWaitingForTurn = "WaitingForTurn"
 	// ReasonAdmitted: the Evaluation got a parallelism slot.
 	ReasonAdmitted = "Admitted"
+	// ReasonWaitingForIdenticalRun: an Evaluation of the same input hash is running; its
+	// result is reused when it succeeds.
+	ReasonWaitingForIdenticalRun = "WaitingForIdenticalRun"
 
 	// ReasonJobCreated: the engine Job was created.
 	ReasonJobCreated = "JobCreated"

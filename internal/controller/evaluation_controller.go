@@ -73,6 +73,9 @@ type EvaluationReconciler struct {
 	ledger  *ledger
 	phases  *phaseTracker
 	wakeups chan event.GenericEvent
+	// runs holds the runs in progress by input hash, for Evaluations of the same input to
+	// wait for.
+	runs *identicalRuns
 	// writes holds the resource versions of this reconciler's own status writes until the
 	// cache shows them.
 	writes *ownWrites
@@ -159,6 +162,9 @@ func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		r.pool.forget(ev.UID)
 		r.dropResolved(ev.UID)
 		r.phases.set(client.ObjectKeyFromObject(&ev), ev.Status.Phase)
+		// The cache (and its index of succeeded input hashes) now shows the outcome: the
+		// Evaluations waiting for this run look again.
+		r.runs.finish(ev.UID)
 		return ctrl.Result{}, nil
 	}
 
@@ -277,6 +283,7 @@ func (r *EvaluationReconciler) forget(ev *blisv1alpha1.Evaluation) {
 	r.ledger.release(ev.UID)
 	r.dropResolved(ev.UID)
 	r.phases.set(client.ObjectKeyFromObject(ev), "")
+	r.runs.finish(ev.UID)
 	r.writes.forget(client.ObjectKeyFromObject(ev))
 }
 
@@ -284,6 +291,7 @@ func (r *EvaluationReconciler) forgetKey(key types.NamespacedName) {
 	r.pool.cancelKey(key)
 	r.ledger.releaseKey(key)
 	r.phases.set(key, "")
+	r.runs.finishKey(key)
 	r.writes.forget(key)
 }
 
@@ -321,8 +329,16 @@ func (r *EvaluationReconciler) reconcile(ctx context.Context, log logr.Logger, e
 	st.InputHash = resolved.Hash
 	st.EngineVersion = resolved.Document.EngineVersion
 
-	// Exact result reuse.
-	if reuse := ev.Spec.Execution.ReuseCachedResult; reuse == nil || *reuse {
+	// Exact result reuse: of an identical run in progress, else of a Succeeded Evaluation. The
+	// run in progress is looked up first: a leader leaves the registry only once the cache
+	// shows it finished, so one that finishes in between is found by findCached.
+	key := client.ObjectKeyFromObject(ev)
+	rk := runKey{namespace: ev.Namespace, hash: resolved.Hash}
+	reuse := ev.Spec.Execution.ReuseCachedResult == nil || *ev.Spec.Execution.ReuseCachedResult
+	if reuse {
+		if l, ok := r.runs.follow(rk, ev.UID, key); ok {
+			return r.waitForIdentical(ev, st, post, in, resolved, l), nil
+		}
 		src, err := r.findCached(ctx, ev, resolved.Hash)
 		if err != nil {
 			return ctrl.Result{}, err
@@ -334,7 +350,7 @@ func (r *EvaluationReconciler) reconcile(ctx context.Context, log logr.Logger, e
 	}
 
 	// Admission under the parallelism caps.
-	entry := queueEntry{uid: ev.UID, key: client.ObjectKeyFromObject(ev), priority: r.priority(ctx, ev), created: ev.CreationTimestamp.Time}
+	entry := queueEntry{uid: ev.UID, key: key, priority: r.priority(ctx, ev), created: ev.CreationTimestamp.Time}
 	adm := r.ledger.tryAdmit(entry)
 	if !adm.admitted {
 		if !isTrue(st.Conditions, blisv1alpha1.ConditionQueued) {
@@ -344,6 +360,11 @@ func (r *EvaluationReconciler) reconcile(ctx context.Context, log logr.Logger, e
 		setCondition(&st.Conditions, gen, blisv1alpha1.ConditionQueued, metav1.ConditionTrue, adm.reason, adm.message)
 		r.keepResolved(ev.UID, in, resolved)
 		return ctrl.Result{RequeueAfter: r.Config.QueuedResync}, nil
+	}
+	// This run leads its input hash, unless an identical run started since the lookup above
+	// (another reconcile worker): then the slot goes back and this one waits for that run.
+	if l, mine := r.runs.claim(rk, ev.UID, key, reuse); !mine && reuse {
+		return r.waitForIdentical(ev, st, post, in, resolved, l), nil
 	}
 	if isTrue(st.Conditions, blisv1alpha1.ConditionQueued) {
 		setCondition(&st.Conditions, gen, blisv1alpha1.ConditionQueued, metav1.ConditionFalse, ReasonAdmitted, adm.message)
@@ -388,6 +409,23 @@ func (r *EvaluationReconciler) reconcile(ctx context.Context, log logr.Logger, e
 	post.event(corev1.EventTypeNormal, "Started", "engine run started (%s executor)", executor)
 	log.V(1).Info("run started", "executor", executor, "inputHash", resolved.Hash)
 	return ctrl.Result{}, nil
+}
+
+// waitForIdentical marks ev as waiting for the run of l, which has the same input: when l
+// succeeds its result is reused (CacheHit); when it fails or is deleted, ev runs itself. A
+// waiting Evaluation holds no slot and no queue place.
+func (r *EvaluationReconciler) waitForIdentical(ev *blisv1alpha1.Evaluation, st *blisv1alpha1.EvaluationStatus, post *postWrite,
+	in *evaluation.Inputs, resolved *evaluation.Resolved, l leader) ctrl.Result {
+	msg := fmt.Sprintf("waiting for Evaluation %s, which runs the same input (hash %s); its result is reused when it succeeds", l.key.Name, resolved.Hash)
+	if c := findCondition(st.Conditions, blisv1alpha1.ConditionQueued); c == nil || c.Status != metav1.ConditionTrue || c.Reason != ReasonWaitingForIdenticalRun {
+		post.event(corev1.EventTypeNormal, ReasonWaitingForIdenticalRun, "%s", msg)
+	}
+	st.Phase = blisv1alpha1.PhaseQueued
+	setCondition(&st.Conditions, ev.Generation, blisv1alpha1.ConditionQueued, metav1.ConditionTrue, ReasonWaitingForIdenticalRun, msg)
+	r.ledger.release(ev.UID)
+	r.keepResolved(ev.UID, in, resolved)
+	// The leader's end wakes ev; the resync only covers a missed wake-up.
+	return ctrl.Result{RequeueAfter: r.Config.QueuedResync}
 }
 
 // executorOf returns the executor of ev: the spec's, else the manager's default, unless the
@@ -572,8 +610,10 @@ func (r *EvaluationReconciler) waitForInputs(ev *blisv1alpha1.Evaluation, st *bl
 	st.Phase = blisv1alpha1.PhasePending
 	setCondition(&st.Conditions, gen, ConditionAccepted, metav1.ConditionFalse, m.reason, m.message)
 	setCondition(&st.Conditions, gen, blisv1alpha1.ConditionInputsResolved, metav1.ConditionFalse, m.reason, m.message)
-	// A slot held or a queue place taken earlier is given back while the input is missing.
+	// A slot held or a queue place taken earlier is given back while the input is missing,
+	// and so is the lead of a run that did not start.
 	post.release = true
+	r.runs.finish(ev.UID)
 }
 
 // rejectInputs handles a resolution error: a fault of the Evaluation itself fails it for good
@@ -605,6 +645,7 @@ func (r *EvaluationReconciler) rejectInputs(ev *blisv1alpha1.Evaluation, st *bli
 		setCondition(&st.Conditions, gen, ConditionAccepted, metav1.ConditionFalse, ReasonInvalidReference, msg)
 		setCondition(&st.Conditions, gen, blisv1alpha1.ConditionInputsResolved, metav1.ConditionFalse, reason, msg)
 		post.release = true
+		r.runs.finish(ev.UID)
 		return ctrl.Result{}
 	}
 	setCondition(&st.Conditions, gen, ConditionAccepted, metav1.ConditionFalse, reason, msg)
@@ -1012,7 +1053,13 @@ func (r *EvaluationReconciler) seedSlots(ctx context.Context) error {
 	}
 	for i := range list.Items {
 		ev := &list.Items[i]
-		r.ledger.hold(queueEntry{uid: ev.UID, key: client.ObjectKeyFromObject(ev), created: ev.CreationTimestamp.Time})
+		key := client.ObjectKeyFromObject(ev)
+		r.ledger.hold(queueEntry{uid: ev.UID, key: key, created: ev.CreationTimestamp.Time})
+		// A run in progress leads its input hash again, so that the Evaluations waiting for it
+		// keep waiting.
+		if ev.Status.InputHash != "" {
+			r.runs.claim(runKey{namespace: ev.Namespace, hash: ev.Status.InputHash}, ev.UID, key, false)
+		}
 	}
 	// Queued ones take their place in line before any of them is admitted.
 	var queued blisv1alpha1.EvaluationList
@@ -1021,6 +1068,10 @@ func (r *EvaluationReconciler) seedSlots(ctx context.Context) error {
 	}
 	for i := range queued.Items {
 		ev := &queued.Items[i]
+		if c := findCondition(ev.Status.Conditions, blisv1alpha1.ConditionQueued); c != nil && c.Reason == ReasonWaitingForIdenticalRun {
+			// It waits for an identical run, not for a slot.
+			continue
+		}
 		r.ledger.enqueue(queueEntry{uid: ev.UID, key: client.ObjectKeyFromObject(ev), priority: r.priority(ctx, ev), created: ev.CreationTimestamp.Time})
 	}
 	r.seeded = true

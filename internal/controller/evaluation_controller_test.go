@@ -304,6 +304,65 @@ func TestCacheHit(t *testing.T) {
 	}
 }
 
+// TestIdenticalRunWaits: an Evaluation created while another of the same input runs waits for
+// that run (Queued, WaitingForIdenticalRun) and reuses its result instead of running the
+// engine again; when the run it waits for is deleted, it runs itself, and a third one waits for
+// that run in turn.
+func TestIdenticalRunWaits(t *testing.T) {
+	ns := newNamespace(t)
+	gate := newGatedRun()
+	t.Cleanup(gate.openGate)
+	startManager(t, Config{InProcessOnly: true, Run: gate.run})
+	createInputs(t, ns)
+
+	create(t, testEval(ns, "leader", blisv1alpha1.ExecutorInProcess, 7))
+	waitCondition(t, ns, "leader", blisv1alpha1.ConditionRunning, metav1.ConditionTrue, ReasonInProcess)
+	eventually(t, "the leader's run to start", func() (bool, string) { return gate.starts() == 1, "" })
+	create(t, testEval(ns, "deleted", blisv1alpha1.ExecutorInProcess, 8))
+	waitCondition(t, ns, "deleted", blisv1alpha1.ConditionRunning, metav1.ConditionTrue, ReasonInProcess)
+	eventually(t, "the second run to start", func() (bool, string) { return gate.starts() == 2, "" })
+
+	create(t, testEval(ns, "follower", blisv1alpha1.ExecutorInProcess, 7))
+	ev := waitCondition(t, ns, "follower", blisv1alpha1.ConditionQueued, metav1.ConditionTrue, ReasonWaitingForIdenticalRun)
+	if c := meta.FindStatusCondition(ev.Status.Conditions, blisv1alpha1.ConditionQueued); ev.Status.Phase != blisv1alpha1.PhaseQueued ||
+		!strings.Contains(c.Message, "Evaluation leader") {
+		t.Fatalf("phase %s, %q", ev.Status.Phase, c.Message)
+	}
+
+	// The run waited for is deleted: the waiting Evaluation runs itself, and a later one of the
+	// same input waits for that run.
+	create(t, testEval(ns, "orphan", blisv1alpha1.ExecutorInProcess, 8))
+	waitCondition(t, ns, "orphan", blisv1alpha1.ConditionQueued, metav1.ConditionTrue, ReasonWaitingForIdenticalRun)
+	if err := env.Client.Delete(context.Background(), testEval(ns, "deleted", blisv1alpha1.ExecutorInProcess, 8)); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, ns, "orphan", blisv1alpha1.ConditionRunning, metav1.ConditionTrue, ReasonInProcess)
+	eventually(t, "the orphan's own run to start", func() (bool, string) { return gate.starts() == 3, "" })
+	create(t, testEval(ns, "late", blisv1alpha1.ExecutorInProcess, 8))
+	ev = waitCondition(t, ns, "late", blisv1alpha1.ConditionQueued, metav1.ConditionTrue, ReasonWaitingForIdenticalRun)
+	if c := meta.FindStatusCondition(ev.Status.Conditions, blisv1alpha1.ConditionQueued); !strings.Contains(c.Message, "Evaluation orphan") {
+		t.Fatalf("late waits for %q", c.Message)
+	}
+
+	gate.openGate()
+	leader := waitCondition(t, ns, "leader", ConditionSucceeded, metav1.ConditionTrue, ReasonCompleted)
+	follower := waitCondition(t, ns, "follower", ConditionSucceeded, metav1.ConditionTrue, ReasonCacheHit)
+	waitCondition(t, ns, "orphan", ConditionSucceeded, metav1.ConditionTrue, ReasonCompleted)
+	late := waitCondition(t, ns, "late", ConditionSucceeded, metav1.ConditionTrue, ReasonCacheHit)
+	if follower.Status.CachedFrom != "leader" || late.Status.CachedFrom != "orphan" || follower.Status.Attempts != 0 {
+		t.Fatalf("cachedFrom %q and %q, attempts %d", follower.Status.CachedFrom, late.Status.CachedFrom, follower.Status.Attempts)
+	}
+	if !equalJSON(t, leader.Status.Metrics, follower.Status.Metrics) {
+		t.Fatal("the reused result differs from the leader's")
+	}
+	if q := meta.FindStatusCondition(follower.Status.Conditions, blisv1alpha1.ConditionQueued); q == nil || q.Status != metav1.ConditionFalse {
+		t.Fatalf("follower Queued: %+v", q)
+	}
+	if n := gate.starts(); n != 3 {
+		t.Fatalf("the engine started %d times, want 3 (leader, deleted, orphan)", n)
+	}
+}
+
 // countingRun runs the real engine and counts runs per Evaluation input.
 type countingRun struct {
 	mu sync.Mutex

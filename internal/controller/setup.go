@@ -208,7 +208,7 @@ func SetupWithManager(mgr ctrl.Manager, cfg Config) error {
 }
 
 // newEvaluationReconciler returns the Evaluation reconciler with its in-memory state: the
-// in-process pool (to be started) and the admission ledger.
+// in-process pool (to be started), the admission ledger and the registry of runs in progress.
 // Wake-ups go through r.wakeups, which the controller watches.
 func newEvaluationReconciler(c client.Client, apiReader client.Reader, scheme *runtime.Scheme, rec recorder.EventRecorder, cfg Config) *EvaluationReconciler {
 	r := &EvaluationReconciler{
@@ -231,6 +231,7 @@ func newEvaluationReconciler(c client.Client, apiReader client.Reader, scheme *r
 	workersTotal.Set(float64(cfg.InProcessWorkers))
 	r.ledger = newLedger(cfg.MaxRunning, cfg.MaxRunningPerNamespace, func(k types.NamespacedName) { go wake(k) },
 		func(running, queued int) { runningSlots.Set(float64(running)); queueDepth.Set(float64(queued)) })
+	r.runs = newIdenticalRuns(func(k types.NamespacedName) { go wake(k) })
 	return r
 }
 

@@ -19,6 +19,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -107,6 +108,98 @@ func TestLedgerRestoredQueueKeepsOrder(t *testing.T) {
 	}
 	if a := l.tryAdmit(entry("ns", "urgent", 5, 9)); !a.admitted {
 		t.Fatalf("urgent: %+v", a)
+	}
+}
+
+// TestLedgerQueuedLeaverWakesNext: a queued Evaluation woken for a free slot that leaves the
+// queue instead of taking it (it now waits for an identical run, or for an input) passes the
+// slot on to the next in order.
+func TestLedgerQueuedLeaverWakesNext(t *testing.T) {
+	var woken []string
+	l := newLedger(1, 0, func(k types.NamespacedName) { woken = append(woken, k.String()) }, nil)
+	if a := l.tryAdmit(entry("ns", "running", 0, 1)); !a.admitted {
+		t.Fatalf("running: %+v", a)
+	}
+	l.tryAdmit(entry("ns", "first", 0, 2))
+	l.tryAdmit(entry("ns", "second", 0, 3))
+	l.release(types.UID("ns/running"))
+	if len(woken) != 1 || woken[0] != "ns/first" {
+		t.Fatalf("woken %v, want [ns/first]", woken)
+	}
+	woken = nil
+	l.release(types.UID("ns/first"))
+	if len(woken) != 1 || woken[0] != "ns/second" {
+		t.Fatalf("woken %v, want [ns/second]", woken)
+	}
+	if a := l.tryAdmit(entry("ns", "second", 0, 3)); !a.admitted {
+		t.Fatalf("second: %+v", a)
+	}
+}
+
+// TestIdenticalRuns: the first claim of an input hash leads it; later Evaluations of the hash
+// wait for the leader and are woken once when it finishes; a leader whose input changed before
+// its run started gives up its old hash (and wakes that hash's waiters).
+func TestIdenticalRuns(t *testing.T) {
+	var woken []string
+	s := newIdenticalRuns(func(k types.NamespacedName) { woken = append(woken, k.Name) })
+	rk := runKey{namespace: "ns", hash: "h1"}
+	key := func(n string) types.NamespacedName { return types.NamespacedName{Namespace: "ns", Name: n} }
+
+	if _, ok := s.follow(rk, "a", key("a")); ok {
+		t.Fatal("no leader yet")
+	}
+	if l, mine := s.claim(rk, "a", key("a"), true); !mine || l.uid != "a" {
+		t.Fatalf("a claims h1: %+v %v", l, mine)
+	}
+	if l, mine := s.claim(rk, "a", key("a"), true); !mine || l.uid != "a" {
+		t.Fatalf("claiming again keeps the lead: %+v %v", l, mine)
+	}
+	if l, ok := s.follow(rk, "b", key("b")); !ok || l.key.Name != "a" {
+		t.Fatalf("b follows a: %+v %v", l, ok)
+	}
+	if l, mine := s.claim(rk, "c", key("c"), true); mine || l.uid != "a" {
+		t.Fatalf("c must wait for a: %+v %v", l, mine)
+	}
+	if _, mine := s.claim(rk, "d", key("d"), false); mine {
+		t.Fatal("d (no reuse) does not lead h1")
+	}
+	if _, ok := s.follow(rk, "a", key("a")); ok {
+		t.Fatal("a does not wait for itself")
+	}
+	s.finish("a")
+	sort.Strings(woken)
+	if strings.Join(woken, ",") != "b,c" {
+		t.Fatalf("woken %v, want b and c", woken)
+	}
+	woken = nil
+	s.finish("a")
+	if len(woken) != 0 {
+		t.Fatalf("finishing twice woke %v", woken)
+	}
+
+	// b leads h1, then its input changes to h2 before its run starts.
+	s.claim(rk, "b", key("b"), true)
+	s.follow(rk, "e", key("e"))
+	rk2 := runKey{namespace: "ns", hash: "h2"}
+	if _, mine := s.claim(rk2, "b", key("b"), true); !mine {
+		t.Fatal("b leads h2")
+	}
+	if len(woken) != 1 || woken[0] != "e" {
+		t.Fatalf("woken %v, want [e]", woken)
+	}
+	if _, ok := s.follow(rk, "e", key("e")); ok {
+		t.Fatal("h1 has no leader any more")
+	}
+	if _, ok := s.follow(runKey{namespace: "other", hash: "h2"}, "f", key("f")); ok {
+		t.Fatal("reuse is per namespace")
+	}
+	woken = nil
+	s.finishKey(key("b"))
+	if len(woken) != 0 {
+		t.Fatalf("woken %v: h2 had no waiters", woken)
+	}
+	if _, ok := s.follow(rk2, "g", key("g")); ok {
+		t.Fatal("b's lead of h2 ended with finishKey")
 	}
 }
 
