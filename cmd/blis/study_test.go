@@ -142,3 +142,39 @@ spec:
 		t.Errorf("no study: %v", err)
 	}
 }
+
+// TestStudyCMAESSample runs the CMA-ES sample: it completes, its generations have the default
+// population of 4 + floor(3 ln 3) = 7, the best candidate beats generation 0's best, and a
+// second run gives the same status.
+func TestStudyCMAESSample(t *testing.T) {
+	args := []string{"-f", studySamples + "blis_v1alpha1_policystudy_inputs.yaml", "-f", studySamples + "blis_v1alpha1_policystudy_cmaes.yaml", "-o", "json"}
+	out, _, err := studyCLI(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := mustStudyStatus(t, out)
+	if !meta(st, blisv1alpha1.StudyConditionCompleted) || st.Best == nil || st.Best.FitnessScore == nil ||
+		st.Evaluations.Created != 42 || st.Evaluations.Succeeded != 42 || st.Generation != 6 {
+		t.Fatalf("status %+v", st)
+	}
+	for _, g := range st.Convergence {
+		if g.Evaluated != 7 {
+			t.Errorf("generation %d evaluated %d, want 7", g.Generation, g.Evaluated)
+		}
+	}
+	first := st.Convergence[0]
+	if first.Generation != 0 || first.BestScore == nil || !(*st.Best.FitnessScore > *first.BestScore) || *st.Best.Generation == 0 {
+		t.Fatalf("best %v (generation %v) does not improve on generation 0's %v", *st.Best.FitnessScore, *st.Best.Generation, first.BestScore)
+	}
+	again, _, err := studyCLI(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st2 := mustStudyStatus(t, again)
+	st.Conditions, st2.Conditions = nil, nil
+	a, _ := yaml.Marshal(st)
+	b, _ := yaml.Marshal(st2)
+	if !bytes.Equal(a, b) {
+		t.Errorf("two runs differ:\n%s\n---\n%s", a, b)
+	}
+}
