@@ -25,8 +25,8 @@
 // # Memory
 //
 // A Collector keeps one small record of samples per request that was scheduled (TTFT, E2E,
-// scheduling delay, TPOT as float64, the class and tenant indexes and flags: 48 bytes, so
-// 100,000 requests take about 5 MB)
+// scheduling delay, TPOT and the request's own SLO target as float64, the class, tenant and
+// adapter indexes and flags: 64 bytes, so 100,000 requests take about 6.4 MB)
 // and the inter-token gaps as (value, count) pairs merged by value (WeightedSamples), whose size
 // is bounded by the number of distinct gap values, not by the number of tokens. Full per-request
 // rows are kept only when asked for (NewCollector's keepRows).
@@ -113,6 +113,11 @@ type RequestRecord struct {
 	Preemptions int32
 	// LengthCapped is set when the request was force-completed at the model's length limit.
 	LengthCapped bool
+	// Model and Adapter index the workload's Models and Adapters tables (0 = none).
+	Model, Adapter int32
+	// SLOTarget is the request's own TTFT target in µs (0 = none); see Options.Targets for
+	// how it composes with its class's targets.
+	SLOTarget int64
 }
 
 // TPOT returns the request's mean inter-token gap in µs: ITLSum / ITLCount, or, when ITLCount
@@ -185,7 +190,8 @@ func (e *Events) add(o Events) {
 // sample is what a request leaves behind for the statistics when rows are not kept.
 type sample struct {
 	ttft, e2e, sched, tpot float64 // µs
-	class, tenant          int32
+	slo                    float64 // the request's own TTFT target, µs (0 = none)
+	class, tenant, adapter int32
 	flags                  uint8
 }
 
@@ -214,7 +220,12 @@ type Collector struct {
 	classRej []int64 // rejections per class index
 	// tenantReq and tenantRej are the same per tenant index.
 	tenantReq, tenantRej []int64
-	keepRows             bool
+	// classSLO counts, per class index, the requests with their own SLO target.
+	classSLO []int64
+	// adapterOut sums the output tokens of completed requests per adapter index (index 0,
+	// no adapter, unused), with an entry for every adapter seen; nil while none was.
+	adapterOut []int64
+	keepRows   bool
 	rows                 []RequestRecord
 }
 
@@ -273,15 +284,31 @@ func (c *Collector) Record(r *RequestRecord) {
 			ttft:   float64(r.TTFT),
 			e2e:    float64(r.E2E),
 			sched:  float64(r.SchedulingDelay),
-			tpot:   r.TPOT(),
-			class:  r.Class,
-			tenant: r.Tenant,
-			flags:  f,
+			tpot:    r.TPOT(),
+			slo:     float64(r.SLOTarget),
+			class:   r.Class,
+			tenant:  r.Tenant,
+			adapter: r.Adapter,
+			flags:   f,
 		})
 	}
 	rejected := r.Status == StatusRejected
 	countAt(&c.classReq, &c.classRej, r.Class, rejected)
 	countAt(&c.tenantReq, &c.tenantRej, r.Tenant, rejected)
+	if r.SLOTarget > 0 && r.Class >= 0 {
+		for int(r.Class) >= len(c.classSLO) {
+			c.classSLO = append(c.classSLO, 0)
+		}
+		c.classSLO[r.Class]++
+	}
+	if r.Adapter > 0 {
+		for int(r.Adapter) >= len(c.adapterOut) {
+			c.adapterOut = append(c.adapterOut, 0)
+		}
+		if r.Status == StatusCompleted {
+			c.adapterOut[r.Adapter] += int64(r.OutputTokens)
+		}
+	}
 	if c.keepRows {
 		c.rows = append(c.rows, *r)
 	}

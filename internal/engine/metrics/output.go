@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 
@@ -13,10 +14,11 @@ import (
 // Output is one block of metrics: upstream BLIS's MetricsOutput with the same JSON names in the
 // same order, followed by this engine's extensions. Latencies are in milliseconds.
 //
-// Fields as in BLIS: instance_id through timed_out_requests, requests (file only), goodput_rps,
-// slo_attainment and per_class. BLIS's saturation and adapters blocks are not produced: the
-// first is BLIS's post-hoc saturation classifier, which this engine does not implement, and the
-// second needs LoRA adapters, which this engine's workloads do not carry.
+// Fields as in BLIS: instance_id through timed_out_requests, requests (file only), saturation,
+// goodput_rps, slo_attainment, per_class and adapters. saturation is BLIS's post-hoc threshold
+// detector (upstream sim/saturation/threshold.go), on the cluster block and only when
+// Options.SaturationThresholdMs is set; adapters (upstream sim/metrics_utils.go,
+// AdapterMetrics) appears only when some request names a LoRA adapter.
 //
 // Deviations, kept deliberately: goodput_rps and slo_attainment are present (even when 0)
 // whenever SLO targets were given and absent otherwise, where BLIS omits a zero value; per_class
@@ -83,12 +85,17 @@ type Output struct {
 	TimedOutRequests int64 `json:"timed_out_requests"`
 	// Requests are the per-request rows, sorted by arrival (file form of the cluster block only).
 	Requests []RequestRow `json:"requests,omitempty"`
+	// Saturation is the post-hoc saturation classification (cluster block, when asked for).
+	Saturation *Saturation `json:"saturation,omitempty"`
 	// GoodputRPS is requests meeting every SLO target of their class per second (with targets).
 	GoodputRPS *float64 `json:"goodput_rps,omitempty"`
 	// SLOAttainment is the fraction of requests of target-gated classes that met their targets.
 	SLOAttainment *float64 `json:"slo_attainment,omitempty"`
 	// PerClass holds per-SLO-class statistics keyed by class name.
 	PerClass map[string]*ClassOutput `json:"per_class,omitempty"`
+	// Adapters holds per-LoRA-adapter statistics keyed by adapter name; absent when no
+	// request names an adapter.
+	Adapters map[string]*AdapterOutput `json:"adapters,omitempty"`
 
 	// RejectedRequests (extension) counts admission rejections.
 	RejectedRequests int64 `json:"rejected_requests,omitempty"`
@@ -106,8 +113,9 @@ type Output struct {
 // RequestRow is one per-request row of the output file, BLIS's RequestMetrics. Requests that did
 // not complete appear with the latencies they reached (0 for the others).
 //
-// BLIS's model and adapter columns are not produced (always empty here). Extensions (omitted
-// when empty): client_id, preemption_count, and status for requests that did not complete.
+// model and adapter are the names the request's client gave (omitted when none). Extensions
+// (omitted when empty): client_id, preemption_count, and status for requests that did not
+// complete.
 type RequestRow struct {
 	// ArrivedAt is the arrival time in seconds.
 	ArrivedAt float64 `json:"arrived_at"`
@@ -125,6 +133,9 @@ type RequestRow struct {
 	SLOClass  string `json:"slo_class,omitempty"`
 	TenantID  string `json:"tenant_id,omitempty"`
 	HandledBy string `json:"handled_by,omitempty"`
+	// Model and Adapter name the request's model and LoRA adapter.
+	Model   string `json:"model,omitempty"`
+	Adapter string `json:"adapter,omitempty"`
 	// LengthCapped marks force-completion at the length limit.
 	LengthCapped bool `json:"length_capped,omitempty"`
 	// GatewayQueueDelayMs is time spent in a gateway queue.
@@ -191,6 +202,37 @@ type DimAttainment struct {
 	E2E  *float64 `json:"e2e,omitempty"`
 }
 
+// AdapterOutput is one LoRA adapter's statistics, BLIS's AdapterMetrics: TTFT percentiles in
+// µs over the adapter's requests that produced a first token, and the output tokens of its
+// completed requests per second of the run. load_count and eviction_count are 0: the engine
+// does not simulate adapter residency (as upstream before its resident set).
+type AdapterOutput struct {
+	// LoadCount and EvictionCount count adapter loads and evictions.
+	LoadCount     int64 `json:"load_count"`
+	EvictionCount int64 `json:"eviction_count"`
+	// TTFTP50Us and TTFTP99Us are TTFT percentiles in µs.
+	TTFTP50Us float64 `json:"ttft_p50_us"`
+	TTFTP99Us float64 `json:"ttft_p99_us"`
+	// ThroughputTokPerS is completed output tokens per second.
+	ThroughputTokPerS float64 `json:"throughput_tok_per_s"`
+}
+
+// Saturation is BLIS's post-hoc saturation result (upstream sim/saturation, Result) from its
+// threshold detector (threshold.go): with m the mean E2E of completed requests in ms and T the
+// threshold, the level is STABLE with score 0.5·m/T when m < T, else OVERLOADED with score
+// 0.75 + min(0.25, (m−T)/(4T)); confidence is 1 − 1/√(n+1) over the n completed requests.
+// With nothing completed it is STABLE with score and confidence 0 and no signals.
+type Saturation struct {
+	// Level is STABLE or OVERLOADED.
+	Level string `json:"level"`
+	// Score grows with the mean E2E relative to the threshold, in [0, 1].
+	Score float64 `json:"score"`
+	// Confidence grows with the number of completed requests.
+	Confidence float64 `json:"confidence"`
+	// Signals are mean_e2e and threshold, in ms.
+	Signals map[string]float64 `json:"signals"`
+}
+
 // SLOTarget holds a class's latency targets in µs; 0 leaves a dimension ungated. ITL is compared
 // with the request's TPOT (requests with fewer than two tokens meet it).
 type SLOTarget struct {
@@ -204,12 +246,21 @@ func (t SLOTarget) gated() bool { return t.TTFT > 0 || t.ITL > 0 || t.E2E > 0 }
 type Options struct {
 	// Targets are per-class SLO targets indexed by class; classes beyond its length, or with an
 	// all-zero target, are not gated. With no gated class, goodput and attainment are omitted.
+	//
+	// A request's own target (RequestRecord.SLOTarget, the workload's slo_target_us, a TTFT
+	// target as in BLIS) replaces its class's TTFT target for that request; the class's ITL
+	// and E2E targets still apply. A class without targets whose requests carry their own is
+	// gated over those requests only: its attainment is the fraction of them meeting their
+	// TTFT target.
 	Targets []SLOTarget
 	// Gateway, if not nil, holds requests that never reached an instance (admission
 	// rejections). It contributes to the cluster block only.
 	Gateway *Collector
 	// ClusterID names the cluster block; "cluster" when empty.
 	ClusterID string
+	// SaturationThresholdMs, when > 0, adds the saturation block to the cluster output with
+	// this mean-E2E threshold (BLIS's default is 5000).
+	SaturationThresholdMs float64
 }
 
 // Report is the result of Finalize: one Output per instance, in the order given, and the
@@ -246,6 +297,9 @@ func Finalize(instances []*Collector, clockUs int64, names *workload.Tables, opt
 	}
 	rep.Cluster = build(id, all, &itl, dur, names, opts.Targets)
 	rep.Cluster.Requests = rows(all, instances, names)
+	if opts.SaturationThresholdMs > 0 {
+		rep.Cluster.Saturation = saturation(all, opts.SaturationThresholdMs)
+	}
 	return rep
 }
 
@@ -306,15 +360,20 @@ func build(id string, cols []*Collector, itl *WeightedSamples, dur float64, name
 		}
 	}
 
+	o.Adapters = adapters(cols, samples, names, dur)
+
 	// Per-class statistics: group the samples by class with a stable counting sort.
 	if classes == 0 {
 		return o
 	}
-	reqs, rejs := make([]int64, classes), make([]int64, classes)
+	reqs, rejs, ownReqs := make([]int64, classes), make([]int64, classes), make([]int64, classes)
 	for _, c := range cols {
 		for k, v := range c.classReq {
 			reqs[k] += v
 			rejs[k] += c.classRej[k]
+		}
+		for k, v := range c.classSLO {
+			ownReqs[k] += v
 		}
 	}
 	grouped, start := group(samples, classes, func(s *sample) int32 { return s.class })
@@ -329,11 +388,16 @@ func build(id string, cols []*Collector, itl *WeightedSamples, dur float64, name
 		cs := grouped[start[k]:start[k+1]]
 		co := &ClassOutput{Count: reqs[k], Completed: int64(len(cs)), Rejected: rejs[k]}
 		d.latencies(co, cs)
-		if k < len(targets) && targets[k].gated() {
+		switch t := targetAt(targets, int32(k)); {
+		case t.gated():
 			anyGated = true
-			g := attain(co, cs, targets[k], dur)
-			good += g
+			good += attain(co, cs, t, co.Count, false, dur)
 			gatedReqs += co.Count
+		case ownReqs[k] > 0:
+			// Only the requests with their own target are gated.
+			anyGated = true
+			good += attain(co, cs, t, ownReqs[k], true, dur)
+			gatedReqs += ownReqs[k]
 		}
 		name := className(names, k)
 		if _, dup := o.PerClass[name]; dup {
@@ -418,7 +482,8 @@ func perTenant(o *Output, cols []*Collector, samples []sample, names *workload.T
 		if gated {
 			var good int64
 			for i := range cs {
-				if c := cs[i].class; c >= 0 && int(c) < len(targets) && meets(&cs[i], targets[c]) {
+				c := cs[i].class
+				if (c >= 0 && int(c) < len(targets) || cs[i].slo > 0) && meets(&cs[i], own(targetAt(targets, c), &cs[i])) {
 					good++
 				}
 			}
@@ -452,11 +517,36 @@ func meets(s *sample, t SLOTarget) bool {
 		(t.E2E <= 0 || s.e2e <= float64(t.E2E))
 }
 
-// attain fills the class's attainment fields and returns how many requests met every target.
-func attain(co *ClassOutput, cs []sample, t SLOTarget, dur float64) int64 {
-	var good, ttftOK, itlOK, e2eOK int64
+// targetAt returns class c's targets (none for a class beyond targets).
+func targetAt(targets []SLOTarget, c int32) SLOTarget {
+	if c >= 0 && int(c) < len(targets) {
+		return targets[c]
+	}
+	return SLOTarget{}
+}
+
+// own returns t with the sample's own TTFT target, if it has one, in place of t's.
+func own(t SLOTarget, s *sample) SLOTarget {
+	if s.slo > 0 {
+		t.TTFT = int64(s.slo)
+	}
+	return t
+}
+
+// attain fills the class's attainment fields over count requests and returns how many met
+// every target; each completed sample is held to t with its own TTFT target (see own). With
+// onlyOwn, only samples with their own target are evaluated.
+func attain(co *ClassOutput, cs []sample, ct SLOTarget, count int64, onlyOwn bool, dur float64) int64 {
+	var good, ttftOK, itlOK, e2eOK, n int64
+	anyTTFT := ct.TTFT > 0
 	for i := range cs {
 		s := &cs[i]
+		if onlyOwn && s.slo <= 0 {
+			continue
+		}
+		n++
+		t := own(ct, s)
+		anyTTFT = anyTTFT || t.TTFT > 0
 		okT := t.TTFT <= 0 || s.ttft <= float64(t.TTFT)
 		okI := t.ITL <= 0 || !s.has(fTPOT) || s.tpot <= float64(t.ITL)
 		okE := t.E2E <= 0 || s.e2e <= float64(t.E2E)
@@ -473,19 +563,18 @@ func attain(co *ClassOutput, cs []sample, t SLOTarget, dur float64) int64 {
 			good++
 		}
 	}
-	n := float64(len(cs))
 	dim := &DimAttainment{}
-	if t.TTFT > 0 {
-		dim.TTFT = ptr(ratio(float64(ttftOK), n))
+	if anyTTFT {
+		dim.TTFT = ptr(ratio(float64(ttftOK), float64(n)))
 	}
-	if t.ITL > 0 {
-		dim.ITL = ptr(ratio(float64(itlOK), n))
+	if ct.ITL > 0 {
+		dim.ITL = ptr(ratio(float64(itlOK), float64(n)))
 	}
-	if t.E2E > 0 {
-		dim.E2E = ptr(ratio(float64(e2eOK), n))
+	if ct.E2E > 0 {
+		dim.E2E = ptr(ratio(float64(e2eOK), float64(n)))
 	}
 	co.SLOAttainmentByDim = dim
-	co.SLOAttainment = ptr(ratio(float64(good), float64(co.Count)))
+	co.SLOAttainment = ptr(ratio(float64(good), float64(count)))
 	co.GoodputRPS = ptr(ratio(float64(good), dur))
 	return good
 }
@@ -527,9 +616,9 @@ func rows(cols, instances []*Collector, names *workload.Tables) []RequestRow {
 	slices.SortFunc(recs, func(a, b *RequestRecord) int {
 		return cmp.Or(cmp.Compare(a.Arrival, b.Arrival), cmp.Compare(a.ID, b.ID))
 	})
-	var tenants, clients []string
+	var tenants, clients, models, adapterNames []string
 	if names != nil {
-		tenants, clients = names.Tenants, names.Clients
+		tenants, clients, models, adapterNames = names.Tenants, names.Clients, names.Models, names.Adapters
 	}
 	out := make([]RequestRow, len(recs))
 	for i, r := range recs {
@@ -543,6 +632,8 @@ func rows(cols, instances []*Collector, names *workload.Tables) []RequestRow {
 			E2EMs:               float64(r.E2E) / 1000,
 			SchedulingDelayMs:   float64(r.SchedulingDelay) / 1000,
 			TenantID:            tableName(tenants, r.Tenant),
+			Model:               tableName(models, r.Model),
+			Adapter:             tableName(adapterNames, r.Adapter),
 			LengthCapped:        r.LengthCapped,
 			GatewayQueueDelayMs: float64(r.GatewayQueueDelay) / 1000,
 			RoundIndex:          r.Round,
@@ -607,3 +698,84 @@ func ratio(num, den float64) float64 {
 }
 
 func ptr(v float64) *float64 { return &v }
+
+// adapters builds the adapters block over the samples of requests that named an adapter, or
+// returns nil when none did.
+func adapters(cols []*Collector, samples []sample, names *workload.Tables, dur float64) map[string]*AdapterOutput {
+	var n int
+	for _, c := range cols {
+		n = max(n, len(c.adapterOut))
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]int64, n)
+	for _, c := range cols {
+		for k, v := range c.adapterOut {
+			out[k] += v
+		}
+	}
+	// Group the TTFT samples by adapter (a counting sort, as group does for completed ones).
+	start := make([]int, n+1)
+	for i := range samples {
+		if a := samples[i].adapter; a > 0 && int(a) < n && samples[i].has(fTTFT) {
+			start[a+1]++
+		}
+	}
+	for k := range n {
+		start[k+1] += start[k]
+	}
+	ttft := make([]float64, start[n])
+	next := slices.Clone(start[:n])
+	for i := range samples {
+		if a := samples[i].adapter; a > 0 && int(a) < n && samples[i].has(fTTFT) {
+			ttft[next[a]] = samples[i].ttft
+			next[a]++
+		}
+	}
+	var table []string
+	if names != nil {
+		table = names.Adapters
+	}
+	m := make(map[string]*AdapterOutput, n-1)
+	for k := 1; k < n; k++ {
+		v := ttft[start[k]:start[k+1]]
+		slices.Sort(v)
+		ao := &AdapterOutput{TTFTP50Us: Percentile(v, 50), TTFTP99Us: Percentile(v, 99), ThroughputTokPerS: ratio(float64(out[k]), dur)}
+		name := tableName(table, int32(k))
+		if name == "" {
+			name = "adapter_" + strconv.Itoa(k)
+		}
+		m[name] = ao
+	}
+	return m
+}
+
+// saturation classifies the run with BLIS's threshold detector (see Saturation).
+func saturation(cols []*Collector, thresholdMs float64) *Saturation {
+	var sum float64
+	var n int64
+	for _, c := range cols {
+		for i := range c.samples {
+			if s := &c.samples[i]; s.has(fCompleted) {
+				sum += s.e2e
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return &Saturation{Level: "STABLE", Signals: map[string]float64{}}
+	}
+	mean := sum / float64(n) / 1000
+	sat := &Saturation{
+		Level:      "STABLE",
+		Score:      0.5 * mean / thresholdMs,
+		Confidence: 1 - 1/math.Sqrt(float64(n)+1),
+		Signals:    map[string]float64{"mean_e2e": mean, "threshold": thresholdMs},
+	}
+	if mean >= thresholdMs {
+		sat.Level = "OVERLOADED"
+		sat.Score = 0.75 + math.Min(0.25, (mean-thresholdMs)/thresholdMs/4)
+	}
+	return sat
+}

@@ -62,6 +62,10 @@ type reqState struct {
 	// first decode step on the decode pool), part of its E2E.
 	pd    uint8
 	pdGap int64
+
+	// attrs are the client's attributes (model, adapter, streaming, network, SLO target),
+	// read at arrival and when the request is recorded, never by the step loop.
+	attrs workload.Attrs
 }
 
 // slab owns every live request.

@@ -63,13 +63,14 @@ type RequestRecord struct {
 	DropReason string
 	// LengthCapped marks a request stopped at max-model-len before its output length.
 	LengthCapped bool
-	// TTFT is first-token time minus arrival, including the output-token processing time;
-	// 0 when no token was produced.
+	// TTFT is first-token time minus arrival, including the output-token processing time and
+	// the client's network time (workload.Attrs.NetworkDelays); 0 when no token was produced.
 	TTFT int64
 	// ITLSum is the sum of the request's inter-token latencies, over ITLCount gaps.
 	ITLSum   int64
 	ITLCount int32
-	// E2E is TTFT + ITLSum + the post-decode overhead (completed requests only).
+	// E2E is TTFT + ITLSum + the post-decode overhead + the output's download time (completed
+	// requests only).
 	E2E int64
 	// SchedulingDelay is the last admission into a running batch minus arrival.
 	SchedulingDelay int64
@@ -78,6 +79,10 @@ type RequestRecord struct {
 	Done int64
 	// Preemptions counts how often the request was preempted (and recomputed).
 	Preemptions int32
+	// Model and Adapter index the workload's Models and Adapters tables (0 = none);
+	// SLOTarget is the request's own TTFT target in µs (0 = none).
+	Model, Adapter int32
+	SLOTarget      int64
 }
 
 // TPOT is BLIS's per-request inter-token latency: ITLSum over (OutputLen-1) gaps, or over

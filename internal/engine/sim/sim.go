@@ -72,6 +72,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/inference-sim/blis-operator/internal/engine/kvcache"
 	"github.com/inference-sim/blis-operator/internal/engine/latency"
@@ -168,6 +169,9 @@ func newSimulation(cfg *Config, src workload.Source) (*simulation, error) {
 	}
 	s.react, _ = src.(workload.Reactive)
 	s.inject = s.injectRequest
+	if err := checkModels(cfg, src.Tables()); err != nil {
+		return nil, err
+	}
 	if t := src.Tables(); t != nil {
 		s.classPrio = make([]int32, len(t.SLOClasses))
 		for i, name := range t.SLOClasses {
@@ -352,6 +356,7 @@ func (s *simulation) addRequest(w *workload.Request) int32 {
 	r.output = w.OutputLen
 	r.client, r.tenant, r.class = w.Client, w.Tenant, w.Class
 	r.session, r.round = w.Session, w.Round
+	r.attrs = w.Attrs
 	r.segs = append(r.segs[:0], w.Segments...)
 	r.inst = -1
 	r.state = stArriving
@@ -407,6 +412,12 @@ func (s *simulation) onClusterArrival(slot int32) {
 	}
 	if s.ctl != nil {
 		s.ctlArrival(slot)
+		if s.slab.reqs[slot].attrs.Streaming {
+			// The router's in-flight load releases a streaming request's prompt tokens at its
+			// first token (llm-d); ctlArrival leaves the flag to the request's client.
+			s.ctl.st[slot].view.Streaming = true
+			s.ctl.streaming = true
+		}
 	}
 	s.heap.push(s.now+s.admLat, evAdmission, -1, slot)
 }
@@ -595,6 +606,7 @@ func (s *simulation) collect(col *metrics.Collector, rec *RequestRecord) {
 		Class: rec.Class, Tenant: rec.Tenant, Client: rec.Client, Instance: rec.Instance,
 		Session: rec.Session, Round: rec.Round, Preemptions: rec.Preemptions,
 		LengthCapped: rec.LengthCapped,
+		Model: rec.Model, Adapter: rec.Adapter, SLOTarget: rec.SLOTarget,
 	})
 }
 
@@ -608,9 +620,13 @@ func (s *simulation) record(slot int32, out Outcome, done int64) RequestRecord {
 		Outcome: out, LengthCapped: r.lengthCapped,
 		ITLSum: r.itlSum, ITLCount: r.itlCount,
 		SchedulingDelay: r.schedDelay, Done: done, Preemptions: r.preemptions,
+		Model: r.attrs.Model, Adapter: r.attrs.Adapter, SLOTarget: r.attrs.SLOTarget,
 	}
+	// The client's network time is added to the latencies as BLIS reports them (client side):
+	// the round trip and the prompt's upload to TTFT, and also the output's download to E2E.
+	netTTFT, netE2E := r.attrs.NetworkDelays(r.input, 0)
 	if r.ttftSet {
-		rec.TTFT = r.ttft
+		rec.TTFT = r.ttft + netTTFT
 	}
 	if out == OutcomeCompleted {
 		// BLIS counts decode steps plus the token the prefill produced.
@@ -622,6 +638,10 @@ func (s *simulation) record(slot int32, out Outcome, done int64) RequestRecord {
 		rec.E2E = r.ttft + r.itlSum + r.pdGap
 		if r.output > 0 {
 			rec.E2E += s.insts[r.inst].postDecode
+		}
+		if netE2E > 0 {
+			_, netE2E = r.attrs.NetworkDelays(r.input, rec.OutputTokens)
+			rec.E2E += netE2E
 		}
 	}
 	return rec
@@ -724,4 +744,28 @@ func (s *simulation) gateway() *metrics.Collector {
 		s.res.Gateway = metrics.NewCollector("gateway", s.cfg.Options.RequestRecords)
 	}
 	return s.res.Gateway
+}
+
+// checkModels refuses, before the run, a workload whose clients name a model that no instance
+// serves: the engine simulates one model per instance and has no model-aware routing, so such
+// requests would be served by the wrong model. Names compare case-insensitively (HuggingFace
+// ids); an instance without a model name serves any.
+func checkModels(cfg *Config, t *workload.Tables) error {
+	if t == nil {
+		return nil
+	}
+	for _, name := range t.Models {
+		if name == "" {
+			continue
+		}
+		served := false
+		for i := range cfg.Instances {
+			m := cfg.Instances[i].Model
+			served = served || m == "" || strings.EqualFold(m, name)
+		}
+		if !served && len(cfg.Instances) > 0 {
+			return fmt.Errorf("sim: workload model %q is not served by the cluster (it serves %q)", name, cfg.Instances[0].Model)
+		}
+	}
+	return nil
 }

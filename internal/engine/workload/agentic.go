@@ -533,6 +533,7 @@ func (ss *agSession) start(s *genSource, i, it int, t int64, rr *rand.Rand, emit
 		}
 		r := &ss.buf
 		r.Client, r.Tenant, r.Class, r.Timeout = c.client, c.tenant, c.cl, c.timeout
+		r.Attrs = c.attrs
 		r.Session, r.Round, r.Step, r.Iteration = ss.id, ss.llmSeq, st.id, int32(it)
 		r.Arrival = t
 		r.Segments = r.Segments[:0]

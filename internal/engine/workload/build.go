@@ -374,6 +374,7 @@ func (s *Spec) buildClient(m *member, base float64, groupLen map[string]int32, s
 			g.timeout = *c.Timeout
 		}
 	}
+	g.attrs = clientAttrs(c, tb)
 	if c.PrefixGroup != "" {
 		n := groupLen[c.PrefixGroup]
 		if c.PrefixLength > 0 {
@@ -635,3 +636,28 @@ func buildMediaMix(f string, m *MultimodalSpec, baseDir string) (*mediaMix, erro
 // PrefixKey is the segment key of a prefix group's shared content. Two clients naming the
 // same group share it, whatever workload or scenario they come from.
 func PrefixKey(group string) uint64 { return rng.FNV1a("workload/prefix/" + group) }
+
+// clientAttrs builds the attributes every request of client c carries, registering its model
+// and adapter names in the tables (which stay nil while no client names one).
+func clientAttrs(c *ClientSpec, tb *tableBuilder) Attrs {
+	a := Attrs{Streaming: c.Streaming, SLOTarget: c.SLOTargetUs}
+	if c.Model != "" {
+		a.Model = tb.addOptional(&tb.t.Models, "m", c.Model)
+	}
+	if c.Adapter != "" {
+		a.Adapter = tb.addOptional(&tb.t.Adapters, "a", c.Adapter)
+	}
+	if n := c.Network; n != nil {
+		a.RTT = int64(math.Round(n.RTTMs * 1000))
+		a.BandwidthMbps = n.BandwidthMbps
+	}
+	return a
+}
+
+// addOptional adds name to a table whose index 0 is "" (none), creating that entry first.
+func (b *tableBuilder) addOptional(tbl *[]string, kind, name string) int32 {
+	if len(*tbl) == 0 {
+		*tbl = append(*tbl, "")
+	}
+	return b.add(tbl, kind, name)
+}

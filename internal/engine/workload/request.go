@@ -7,6 +7,8 @@
 // the simulator reports every finished request and the source may inject follow-ups.
 package workload
 
+import "math"
+
 // Segment is a run of prompt tokens with a known content identity. Two segments with the same
 // Key and Offset hold the same tokens, so prompts built from shared segments (a system prompt,
 // an earlier turn of a conversation, a Mooncake hash block) share KV-cache blocks. Token IDs are
@@ -47,6 +49,50 @@ type Request struct {
 	// Timeout is the request's deadline relative to arrival in microseconds (0 = engine
 	// default, NoTimeout = none).
 	Timeout int64
+	// Attrs are the sending client's per-request attributes (model, adapter, streaming,
+	// network, SLO target); the zero value is BLIS's default for a client that sets none.
+	Attrs
+}
+
+// Attrs are the attributes a workload client gives each of its requests. They do not change
+// generation: the simulator and the metrics read them. Kept as one small value so that a
+// source copies them with one assignment and the simulator's per-step state does not carry
+// them.
+type Attrs struct {
+	// Model and Adapter index Tables.Models and Tables.Adapters; 0 is "" (the cluster's
+	// served model, no LoRA adapter).
+	Model, Adapter int32
+	// Streaming marks a streaming client: llm-d's in-flight accounting releases the prompt
+	// tokens at the first output token.
+	Streaming bool
+	// RTT is the client's network round-trip time in µs and BandwidthMbps its link bandwidth
+	// (0 = not modelled); see NetworkDelays.
+	RTT           int64
+	BandwidthMbps float64
+	// SLOTarget is the request's own TTFT target in µs (0 = none), BLIS's slo_target_us.
+	SLOTarget int64
+}
+
+// NetworkDelays returns the client-side network time BLIS adds to a request's server-side
+// latencies (upstream sim/workload/network.go, ComputeClientTTFT and ComputeClientE2E): TTFT
+// gains the round trip plus the upload of the prompt, E2E additionally the download of the
+// output, each token being 4 bytes on the wire at BandwidthMbps. Values are rounded to whole
+// µs, the engine's clock unit. Both are 0 for a client without a network.
+func (a *Attrs) NetworkDelays(inputTokens, outputTokens int32) (ttft, e2e int64) {
+	if a.RTT == 0 && a.BandwidthMbps == 0 {
+		return 0, 0
+	}
+	up, down := a.transfer(inputTokens), a.transfer(outputTokens)
+	return a.RTT + up, a.RTT + up + down
+}
+
+// transfer is the time in µs to send tokens (4 bytes each) at the client's bandwidth.
+func (a *Attrs) transfer(tokens int32) int64 {
+	if a.BandwidthMbps <= 0 || tokens <= 0 {
+		return 0
+	}
+	// bits / (Mbit/s) = µs.
+	return int64(math.Round(float64(tokens) * 32 / a.BandwidthMbps))
 }
 
 // NoTimeout as a Request's Timeout means the request never times out (BLIS `timeout: 0`).
@@ -58,6 +104,10 @@ type Tables struct {
 	Clients    []string
 	Tenants    []string
 	SLOClasses []string
+	// Models and Adapters name the request's Attrs.Model and Attrs.Adapter; both are nil
+	// until some client names a model or an adapter, and then hold "" at index 0.
+	Models   []string
+	Adapters []string
 }
 
 // Source yields requests in non-decreasing arrival order.

@@ -55,6 +55,7 @@ func (ss *session) nextPrompt(out, n int32, rr *rand.Rand) {
 func (ss *session) load(r *Request, arrival int64, outLen int32) {
 	c := ss.c
 	r.Client, r.Tenant, r.Class, r.Timeout = c.client, c.tenant, c.cl, c.timeout
+	r.Attrs = c.attrs
 	r.Session, r.Round, r.Step, r.Iteration = ss.id, ss.round, "", 0
 	r.Arrival = arrival
 	r.Segments = append(r.Segments[:0], ss.ctx...)

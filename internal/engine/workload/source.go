@@ -34,6 +34,7 @@ type clientGen struct {
 	done               bool
 	prefix             Segment // Length 0: none
 	timeout            int64
+	attrs              Attrs // copied into every request of the client
 
 	mt      *multiTurn
 	reason  *sampler  // reasoning ratio of output tokens (nil = none)
@@ -71,6 +72,7 @@ func (c *clientGen) advance(horizon int64) {
 func (c *clientGen) fill(r *Request, in, out *sampler, rr *rand.Rand) {
 	r.Client, r.Tenant, r.Class = c.client, c.tenant, c.cl
 	r.Timeout = c.timeout
+	r.Attrs = c.attrs
 	r.Session, r.Round, r.Step, r.Iteration = 0, 0, "", 0
 	r.Segments = r.Segments[:0]
 	n := c.inputTokens(in, rr)

@@ -56,7 +56,7 @@ type ClientSpec struct {
 	TenantID string `yaml:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 	// SLOClass is one of SLOClasses (empty: standard).
 	SLOClass string `yaml:"slo_class,omitempty" json:"slo_class,omitempty"`
-	// Model and Adapter name the target model and LoRA adapter (carried, not used by generation).
+	// Model and Adapter name the target model and LoRA adapter, copied into Request.Attrs.
 	Model   string `yaml:"model,omitempty" json:"model,omitempty"`
 	Adapter string `yaml:"adapter,omitempty" json:"adapter,omitempty"`
 	// RateFraction is the client's share of aggregate_rate (normalized over the clients).
@@ -74,7 +74,7 @@ type ClientSpec struct {
 	PrefixGroup string `yaml:"prefix_group,omitempty" json:"prefix_group,omitempty"`
 	// PrefixLength is the group prefix length in tokens (default DefaultPrefixLength).
 	PrefixLength int `yaml:"prefix_length,omitempty" json:"prefix_length,omitempty"`
-	// Streaming and Network are carried for the simulator; generation ignores them.
+	// Streaming and Network are copied into Request.Attrs for the simulator and metrics.
 	Streaming bool         `yaml:"streaming,omitempty" json:"streaming,omitempty"`
 	Network   *NetworkSpec `yaml:"network,omitempty" json:"network,omitempty"`
 	// Lifecycle restricts the client to activity windows.
@@ -85,7 +85,7 @@ type ClientSpec struct {
 	Reasoning *ReasoningSpec `yaml:"reasoning,omitempty" json:"reasoning,omitempty"`
 	// Timeout is the per-request deadline in µs: omitted = engine default, 0 = none.
 	Timeout *int64 `yaml:"timeout,omitempty" json:"timeout,omitempty"`
-	// SLOTargetUs is a per-request TTFT target in µs for metrics (0 = none).
+	// SLOTargetUs is a per-request TTFT target in µs for SLO attainment (0 = none).
 	SLOTargetUs int64 `yaml:"slo_target_us,omitempty" json:"slo_target_us,omitempty"`
 	// ClosedLoop (multi-turn only) false pre-schedules every round (default true).
 	ClosedLoop *bool `yaml:"closed_loop,omitempty" json:"closed_loop,omitempty"`
@@ -103,7 +103,7 @@ type CohortSpec struct {
 	TenantID string `yaml:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 	// SLOClass is one of SLOClasses (empty: standard).
 	SLOClass string `yaml:"slo_class,omitempty" json:"slo_class,omitempty"`
-	// Model and Adapter name the target model and LoRA adapter (carried, not used by generation).
+	// Model and Adapter name the target model and LoRA adapter, copied into Request.Attrs.
 	Model   string `yaml:"model,omitempty" json:"model,omitempty"`
 	Adapter string `yaml:"adapter,omitempty" json:"adapter,omitempty"`
 	// RateFraction is the client's share of aggregate_rate (normalized over the clients).
@@ -120,7 +120,7 @@ type CohortSpec struct {
 	// PrefixSharing is shared (all members use the cohort's prefix group, the default) or
 	// per_member (member i uses its own group "<prefix_group>-<i>").
 	PrefixSharing string `yaml:"prefix_sharing,omitempty" json:"prefix_sharing,omitempty"`
-	// Streaming and Network are carried for the simulator; generation ignores them.
+	// Streaming and Network are copied into Request.Attrs for the simulator and metrics.
 	Streaming bool         `yaml:"streaming,omitempty" json:"streaming,omitempty"`
 	Network   *NetworkSpec `yaml:"network,omitempty" json:"network,omitempty"`
 	// Multimodal composes the prompt from text and media tokens.
@@ -128,7 +128,7 @@ type CohortSpec struct {
 	// Reasoning configures reasoning output and multi-turn sessions.
 	Reasoning *ReasoningSpec `yaml:"reasoning,omitempty" json:"reasoning,omitempty"`
 	Timeout   *int64         `yaml:"timeout,omitempty" json:"timeout,omitempty"`
-	// SLOTargetUs is a per-request TTFT target in µs for metrics (0 = none).
+	// SLOTargetUs is a per-request TTFT target in µs for SLO attainment (0 = none).
 	SLOTargetUs int64 `yaml:"slo_target_us,omitempty" json:"slo_target_us,omitempty"`
 	// ClosedLoop (multi-turn only) false pre-schedules every round (default true).
 	ClosedLoop *bool `yaml:"closed_loop,omitempty" json:"closed_loop,omitempty"`
@@ -160,7 +160,7 @@ type DrainSpec struct {
 	RampDurationUs int64 `yaml:"ramp_duration_us" json:"ramp_duration_us"`
 }
 
-// NetworkSpec is a client's network (carried for the simulator; generation ignores it).
+// NetworkSpec is a client's network: its delays are added to TTFT and E2E (Attrs.NetworkDelays).
 type NetworkSpec struct {
 	RTTMs         float64 `yaml:"rtt_ms" json:"rtt_ms"`
 	BandwidthMbps float64 `yaml:"bandwidth_mbps,omitempty" json:"bandwidth_mbps,omitempty"`
