@@ -226,7 +226,7 @@ type Collector struct {
 	// no adapter, unused), with an entry for every adapter seen; nil while none was.
 	adapterOut []int64
 	keepRows   bool
-	rows                 []RequestRecord
+	rows       []RequestRecord
 }
 
 // NewCollector returns an empty collector. With keepRows it also keeps a copy of every
@@ -281,9 +281,9 @@ func (c *Collector) Record(r *RequestRecord) {
 	}
 	if f != 0 {
 		c.samples = append(c.samples, sample{
-			ttft:   float64(r.TTFT),
-			e2e:    float64(r.E2E),
-			sched:  float64(r.SchedulingDelay),
+			ttft:    float64(r.TTFT),
+			e2e:     float64(r.E2E),
+			sched:   float64(r.SchedulingDelay),
 			tpot:    r.TPOT(),
 			slo:     float64(r.SLOTarget),
 			class:   r.Class,

@@ -606,7 +606,7 @@ func (s *simulation) collect(col *metrics.Collector, rec *RequestRecord) {
 		Class: rec.Class, Tenant: rec.Tenant, Client: rec.Client, Instance: rec.Instance,
 		Session: rec.Session, Round: rec.Round, Preemptions: rec.Preemptions,
 		LengthCapped: rec.LengthCapped,
-		Model: rec.Model, Adapter: rec.Adapter, SLOTarget: rec.SLOTarget,
+		Model:        rec.Model, Adapter: rec.Adapter, SLOTarget: rec.SLOTarget,
 	})
 }
 
