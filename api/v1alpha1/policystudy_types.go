@@ -272,7 +272,7 @@ type PromotionSpec struct {
 //
 // +kubebuilder:validation:XValidation:rule="!(has(self.basePolicyRef) && has(self.basePolicy))",message="set at most one of basePolicyRef and basePolicy"
 // +kubebuilder:validation:XValidation:rule="has(self.searchSpace) || self.budget.maxEvaluations == 0",message="searchSpace is required unless budget.maxEvaluations is 0 (a leaderboard-only study)"
-// +kubebuilder:validation:XValidation:rule="!has(self.algorithm.name) || self.algorithm.name != 'cmaes' || !has(self.searchSpace) || self.searchSpace.all(p, p.type != 'choice')",message="searchSpace: algorithm cmaes searches float and int parameters only; remove the choice parameters or use random, evolution or nsga2",fieldPath=".searchSpace"
+// +kubebuilder:validation:XValidation:rule="!has(self.algorithm.name) || self.algorithm.name != 'cmaes' || !has(self.searchSpace) || self.searchSpace.all(p, p.type != 'choice')",message="algorithm cmaes searches float and int parameters only: remove the choice parameters or use random, evolution or nsga2",fieldPath=".searchSpace"
 // +kubebuilder:validation:XValidation:rule="has(self.searchSpace) == has(oldSelf.searchSpace)",message="searchSpace is immutable; create a new PolicyStudy"
 // +kubebuilder:validation:XValidation:rule="has(self.basePolicyRef) == has(oldSelf.basePolicyRef) && (!has(self.basePolicyRef) || self.basePolicyRef == oldSelf.basePolicyRef)",message="basePolicyRef is immutable; create a new PolicyStudy"
 // +kubebuilder:validation:XValidation:rule="has(self.basePolicy) == has(oldSelf.basePolicy) && (!has(self.basePolicy) || self.basePolicy == oldSelf.basePolicy)",message="basePolicy is immutable; create a new PolicyStudy"
