@@ -395,14 +395,22 @@ func jacobiEigen(s [][]float64) ([]float64, [][]float64) {
 		a[i] = slices.Clone(s[i])
 	}
 	v := identity(n)
+	total := 0.0
+	for p := range n {
+		for q := range n {
+			total += a[p][q] * a[p][q]
+		}
+	}
 	for sweep := 0; sweep < 100; sweep++ {
+		// Stop when the off-diagonal part is negligible against the whole matrix (relative
+		// 1e-15 in Frobenius norm), so tiny and large covariances are decomposed alike.
 		off := 0.0
 		for p := range n {
 			for q := p + 1; q < n; q++ {
 				off += a[p][q] * a[p][q]
 			}
 		}
-		if off == 0 || math.Sqrt(off) < 1e-22 {
+		if off <= 1e-30*total {
 			break
 		}
 		for p := range n {
