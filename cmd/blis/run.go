@@ -56,6 +56,8 @@ type runFlags struct {
 
 	// Output.
 	metricsPath, logLevel string
+	// saturationThresholdMs (> 0) adds BLIS's saturation block to the cluster output.
+	saturationThresholdMs float64
 	// bar shows progress on a terminal (nil: none).
 	bar *progressBar
 }
@@ -142,6 +144,7 @@ The flags are upstream BLIS's; --max-num-running-reqs, --max-num-scheduled-token
 	fl.IntVar(&f.outputMax, "output-tokens-max", 7000, "maximum output length")
 
 	fl.StringVar(&f.metricsPath, "metrics-path", "", "also write the cluster metrics with per-request rows to this JSON file")
+	fl.Float64Var(&f.saturationThresholdMs, "saturation-threshold-ms", 0, "add BLIS's saturation classification (threshold detector: OVERLOADED when the mean E2E reaches this many ms; BLIS's default is 5000) to the cluster output (0 = none)")
 	fl.StringVar(&f.logLevel, "log", "warn", "log level, accepted for compatibility: trace, debug, info, warn, error, fatal, panic")
 
 	fl.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
@@ -407,6 +410,9 @@ func buildRun(fl *pflag.FlagSet, f *runFlags) (*runInput, error) {
 
 // runSimulation is `blis run`: resolve, simulate, print the metrics, write the metrics file.
 func runSimulation(stdout io.Writer, fl *pflag.FlagSet, f *runFlags) error {
+	if f.saturationThresholdMs < 0 || math.IsNaN(f.saturationThresholdMs) || math.IsInf(f.saturationThresholdMs, 0) {
+		return fmt.Errorf("--saturation-threshold-ms must be a finite value >= 0, got %v", f.saturationThresholdMs)
+	}
 	in, err := buildRun(fl, f)
 	if err != nil {
 		return err
@@ -418,7 +424,7 @@ func runSimulation(stdout io.Writer, fl *pflag.FlagSet, f *runFlags) error {
 		return err
 	}
 	names := in.src.Tables()
-	mopts := metrics.Options{Targets: sloTargets(in.targets, names)}
+	mopts := metrics.Options{Targets: sloTargets(in.targets, names), SaturationThresholdMs: f.saturationThresholdMs}
 	report := res.Report(names, mopts)
 	if err := report.WriteBLIS(stdout); err != nil {
 		return err
