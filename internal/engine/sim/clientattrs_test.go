@@ -128,3 +128,32 @@ func TestWorkloadModelsAndAdapters(t *testing.T) {
 		t.Errorf("adapter %+v, want TTFT %v µs and %v tok/s", a, ttftUs, 10/rep.Cluster.VllmDurationSec)
 	}
 }
+
+// growingSource names a new model with its second request, as a trace's table grows.
+type growingSource struct {
+	sliceSource
+	t workload.Tables
+}
+
+func (s *growingSource) Next(r *workload.Request) bool {
+	if s.i == 1 {
+		s.t.Models = append(s.t.Models, "other-model")
+	}
+	return s.sliceSource.Next(r)
+}
+
+func (s *growingSource) Tables() *workload.Tables { return &s.t }
+
+// A model that appears during the run (trace rows) is checked when its first request arrives.
+func TestWorkloadModelAppearingDuringTheRun(t *testing.T) {
+	reqs := []workload.Request{
+		{ID: 1, Arrival: 0, InputLen: 100, OutputLen: 10, Attrs: workload.Attrs{Model: 1}},
+		{ID: 2, Arrival: 1000, InputLen: 100, OutputLen: 10, Attrs: workload.Attrs{Model: 2}},
+	}
+	src := &growingSource{sliceSource: sliceSource{reqs: reqs}, t: *(&sliceSource{}).Tables()}
+	src.t.Models = []string{"", "test"}
+	cfg := &Config{Seed: 1, Instances: []InstanceConfig{testInstance(defaultModel())}}
+	if _, err := Run(cfg, src); err == nil || !strings.Contains(err.Error(), `"other-model" is not served`) {
+		t.Errorf("model named by the second request: %v", err)
+	}
+}

@@ -117,6 +117,7 @@ type simulation struct {
 	admLat     int64
 	routeLat   int64
 	classPrio  []int32
+	modelsOK   int32 // entries of the workload's Models table checked against the served models
 	unrouted   int64
 	err        error
 	res        *Result
@@ -169,7 +170,7 @@ func newSimulation(cfg *Config, src workload.Source) (*simulation, error) {
 	}
 	s.react, _ = src.(workload.Reactive)
 	s.inject = s.injectRequest
-	if err := checkModels(cfg, src.Tables()); err != nil {
+	if err := s.checkModels(); err != nil {
 		return nil, err
 	}
 	if t := src.Tables(); t != nil {
@@ -347,6 +348,13 @@ func (s *simulation) addRequest(w *workload.Request) int32 {
 	if err := checkRequest(w, s.now); err != nil {
 		s.err = err
 		return -1
+	}
+	if w.Model > 0 && w.Model >= s.modelsOK {
+		// A trace's model table grows as rows are read.
+		if err := s.checkModels(); err != nil {
+			s.err = err
+			return -1
+		}
 	}
 	slot := s.slab.alloc()
 	r := &s.slab.reqs[slot]
@@ -746,25 +754,28 @@ func (s *simulation) gateway() *metrics.Collector {
 	return s.res.Gateway
 }
 
-// checkModels refuses, before the run, a workload whose clients name a model that no instance
-// serves: the engine simulates one model per instance and has no model-aware routing, so such
-// requests would be served by the wrong model. Names compare case-insensitively (HuggingFace
-// ids); an instance without a model name serves any.
-func checkModels(cfg *Config, t *workload.Tables) error {
+// checkModels refuses a workload whose requests name a model that no instance serves: the
+// engine simulates one model per instance and has no model-aware routing, so such requests
+// would be served by the wrong model. A spec's models are all checked before the run; a
+// trace's as its rows name them. Names compare case-insensitively (HuggingFace ids); an
+// instance without a model name serves any.
+func (s *simulation) checkModels() error {
+	t := s.src.Tables()
 	if t == nil {
 		return nil
 	}
-	for _, name := range t.Models {
+	for ; int(s.modelsOK) < len(t.Models); s.modelsOK++ {
+		name := t.Models[s.modelsOK]
 		if name == "" {
 			continue
 		}
 		served := false
-		for i := range cfg.Instances {
-			m := cfg.Instances[i].Model
+		for i := range s.cfg.Instances {
+			m := s.cfg.Instances[i].Model
 			served = served || m == "" || strings.EqualFold(m, name)
 		}
-		if !served && len(cfg.Instances) > 0 {
-			return fmt.Errorf("sim: workload model %q is not served by the cluster (it serves %q)", name, cfg.Instances[0].Model)
+		if !served && len(s.cfg.Instances) > 0 {
+			return fmt.Errorf("sim: workload model %q is not served by the cluster (it serves %q)", name, s.cfg.Instances[0].Model)
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -106,5 +107,37 @@ func TestNetworkDelays(t *testing.T) {
 		if ttft != tc.ttft || e2e != tc.e2e {
 			t.Errorf("%+v (%d, %d): %d, %d, want %d, %d", tc.a, tc.in, tc.out, ttft, e2e, tc.ttft, tc.e2e)
 		}
+	}
+}
+
+// A BLIS trace v2's model, adapter, streaming and slo_target_us columns become the rows' Attrs;
+// a bad value is an error naming the column.
+func TestTraceV2Attrs(t *testing.T) {
+	cols := "client_id,tenant_id,slo_class,session_id,round_index,prefix_group,prefix_length,input_tokens,output_tokens,deadline_us,arrival_time_us,model,adapter,streaming,slo_target_us\n"
+	h, d := writeV2(t, "trace_version: 2\ntime_unit: us\n", cols+
+		"a,,,,0,,0,10,5,0,0,llama,lora-1,true,150000\n"+
+		"b,,,,0,,0,10,5,0,10,,,false,\n"+
+		"a,,,,0,,0,10,5,0,20,LLAMA,lora-1,,0\n")
+	src, err := OpenTraceV2(h, d, TraceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := drain(t, src)
+	if err := src.Err(); err != nil {
+		t.Fatal(err)
+	}
+	tb := src.Tables()
+	want := []Attrs{{Model: 1, Adapter: 1, Streaming: true, SLOTarget: 150_000}, {}, {Model: 2, Adapter: 1}}
+	if len(reqs) != 3 || !reflect.DeepEqual(tb.Models, []string{"", "llama", "LLAMA"}) || !reflect.DeepEqual(tb.Adapters, []string{"", "lora-1"}) {
+		t.Fatalf("%d requests, models %q, adapters %q", len(reqs), tb.Models, tb.Adapters)
+	}
+	for i, r := range reqs {
+		if r.Attrs != want[i] {
+			t.Errorf("row %d: %+v, want %+v", i, r.Attrs, want[i])
+		}
+	}
+	h, d = writeV2(t, "trace_version: 2\ntime_unit: us\n", cols+"a,,,,0,,0,10,5,0,0,,,yes,\n")
+	if _, err := OpenTraceV2(h, d, TraceOptions{}); err == nil || !strings.Contains(err.Error(), `streaming "yes"`) {
+		t.Errorf("bad streaming: %v", err)
 	}
 }

@@ -40,8 +40,9 @@ var traceV2Required = []string{"client_id", "tenant_id", "slo_class", "session_i
 // OpenTraceV2 replays a BLIS trace v2: the YAML header file and the CSV data file. Rows keep
 // their client, tenant, SLO class, session and round; a row's prompt is its prefix group's
 // shared segment (prefix_length tokens) followed by input_tokens of unique content, as BLIS
-// records the suffix only; deadline_us becomes the request's timeout. Rows must be in arrival
-// order. opts.Format is ignored.
+// records the suffix only; deadline_us becomes the request's timeout. The optional columns
+// model, adapter, streaming and slo_target_us become the request's Attrs. Rows must be in
+// arrival order. opts.Format is ignored.
 func OpenTraceV2(headerPath, dataPath string, opts TraceOptions) (*TraceSource, error) {
 	hb, err := os.ReadFile(headerPath)
 	if err != nil {
@@ -225,7 +226,52 @@ func (t *TraceSource) v2Record(r *Request) (int64, bool, error) {
 			r.Timeout = 1
 		}
 	}
+	r.Attrs, err = v.attrs(get, num)
+	if err != nil {
+		return 0, false, err
+	}
 	return arrival, false, nil
+}
+
+// attrs reads the row's optional model, adapter, streaming and slo_target_us columns (BLIS
+// writes them; a trace without them gives zero attributes).
+func (v *traceV2) attrs(get func(string) (string, error), num func(string, int64) (int64, error)) (Attrs, error) {
+	var a Attrs
+	if _, ok := v.col["model"]; ok {
+		if m, err := get("model"); err != nil {
+			return a, err
+		} else if m != "" {
+			a.Model = v.tb.addOptional(&v.tb.t.Models, "m", m)
+		}
+	}
+	if _, ok := v.col["adapter"]; ok {
+		if ad, err := get("adapter"); err != nil {
+			return a, err
+		} else if ad != "" {
+			a.Adapter = v.tb.addOptional(&v.tb.t.Adapters, "a", ad)
+		}
+	}
+	if _, ok := v.col["streaming"]; ok {
+		s, err := get("streaming")
+		if err != nil {
+			return a, err
+		}
+		if s != "" {
+			if a.Streaming, err = strconv.ParseBool(s); err != nil {
+				return a, fmt.Errorf("streaming %q: not a boolean", s)
+			}
+		}
+	}
+	if _, ok := v.col["slo_target_us"]; ok {
+		if s, err := get("slo_target_us"); err != nil {
+			return a, err
+		} else if s != "" {
+			if a.SLOTarget, err = num("slo_target_us", math.MaxInt64/2); err != nil {
+				return a, err
+			}
+		}
+	}
+	return a, nil
 }
 
 const traceV2Salt = 0x626c697374726332
