@@ -75,6 +75,15 @@ func newNamespace(t testing.TB) string {
 	if err := env.Client.Create(context.Background(), ns); err != nil {
 		t.Fatal(err)
 	}
+	// The control plane has no namespace controller: the test's Evaluations are deleted when it
+	// ends (after its manager stopped), so that one left Running does not hold a parallelism
+	// slot in the managers of later tests (their ledgers hold the slots of every Running
+	// Evaluation they find at start).
+	t.Cleanup(func() {
+		if err := env.Client.DeleteAllOf(context.Background(), &blisv1alpha1.Evaluation{}, client.InNamespace(name)); err != nil {
+			t.Errorf("deleting the Evaluations of namespace %s: %v", name, err)
+		}
+	})
 	return name
 }
 
