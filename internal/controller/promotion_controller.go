@@ -38,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	blisv1alpha1 "github.com/inference-sim/blis-operator/api/v1alpha1"
 	"github.com/inference-sim/blis-operator/internal/engine/export"
@@ -66,7 +67,8 @@ const maxPromoteError = 1024
 // neither its spec nor its status, which other reconcilers write, is touched.
 //
 // A PolicyBundle is exported for the SimulatedCluster promote.AnnotationCluster names, and
-// again whenever the bundle or that cluster changes. An Evaluation is exported once it
+// again whenever the bundle, that cluster or a ConfigMap the bundle references changes (the
+// ConfigMaps are watched through a metadata-only cache: see newConfigMapMetadataCache). An Evaluation is exported once it
 // Succeeded, with the policy and cluster it ran (its inputs resolved again must give its
 // status.inputHash, so edits to the referenced objects after the run are not exported).
 type PromotionReconciler struct {
@@ -94,11 +96,23 @@ var promotionConfigMap = predicate.NewPredicateFuncs(func(o client.Object) bool 
 
 // SetupPromotionWithManager registers the promotion reconcilers of PolicyBundles and
 // Evaluations with mgr. They watch only annotated objects and the ConfigMaps they own; a
-// changed SimulatedCluster wakes the PolicyBundles promoted for it.
+// changed SimulatedCluster, or a changed ConfigMap a promoted PolicyBundle references, wakes
+// the PolicyBundles promoted with it (an Evaluation exports only the inputs it ran, so its
+// references are not followed).
 func SetupPromotionWithManager(mgr ctrl.Manager) error {
 	newReconciler := func(kind string) *PromotionReconciler {
 		return &PromotionReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
 			Recorder: mgr.GetEventRecorder("promotion-controller"), Kind: kind}
+	}
+	if err := setupPromotionIndexes(context.Background(), mgr); err != nil {
+		return err
+	}
+	refs, err := newConfigMapMetadataCache(mgr)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(refs); err != nil {
+		return err
 	}
 	pb := newReconciler(evaluation.KindPolicyBundle)
 	if err := ctrl.NewControllerManagedBy(mgr).
@@ -107,6 +121,9 @@ func SetupPromotionWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.ConfigMap{}, builder.WithPredicates(promotionConfigMap)).
 		Watches(&blisv1alpha1.SimulatedCluster{}, handler.EnqueueRequestsFromMapFunc(pb.bundlesOfCluster),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WatchesRawSource(source.Kind(refs.Cache, configMapMetadata(),
+			handler.TypedEnqueueRequestsFromMapFunc(pb.bundlesOfConfigMap),
+			predicate.TypedResourceVersionChangedPredicate[*metav1.PartialObjectMetadata]{})).
 		Complete(pb); err != nil {
 		return err
 	}
@@ -118,18 +135,26 @@ func SetupPromotionWithManager(mgr ctrl.Manager) error {
 }
 
 // bundlesOfCluster maps a SimulatedCluster to the promoted PolicyBundles of its namespace that
-// name it.
+// name it, through the field index.
 func (r *PromotionReconciler) bundlesOfCluster(ctx context.Context, obj client.Object) []reconcile.Request {
+	return r.bundlesBy(ctx, IndexPromoteCluster, obj)
+}
+
+// bundlesOfConfigMap maps a ConfigMap (its metadata) to the promoted PolicyBundles of its
+// namespace that reference it, through the field index.
+func (r *PromotionReconciler) bundlesOfConfigMap(ctx context.Context, obj *metav1.PartialObjectMetadata) []reconcile.Request {
+	return r.bundlesBy(ctx, IndexPromoteConfigMap, obj)
+}
+
+// bundlesBy lists the PolicyBundles of obj's namespace whose index entry is obj's name.
+func (r *PromotionReconciler) bundlesBy(ctx context.Context, index string, obj client.Object) []reconcile.Request {
 	var list blisv1alpha1.PolicyBundleList
-	if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
+	if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{index: obj.GetName()}); err != nil {
 		return nil
 	}
-	var out []reconcile.Request
+	out := make([]reconcile.Request, 0, len(list.Items))
 	for i := range list.Items {
-		a := list.Items[i].Annotations
-		if _, ok := a[promote.AnnotationPromote]; ok && a[promote.AnnotationCluster] == obj.GetName() {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 	}
 	return out
 }

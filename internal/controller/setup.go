@@ -46,6 +46,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	blisv1alpha1 "github.com/inference-sim/blis-operator/api/v1alpha1"
+	"github.com/inference-sim/blis-operator/internal/evaluation"
+	"github.com/inference-sim/blis-operator/internal/promote"
 )
 
 // Field index keys.
@@ -62,6 +64,11 @@ const (
 	IndexPhase = "status.phase"
 	// IndexOwnerUID indexes Jobs by the UID of their controlling Evaluation.
 	IndexOwnerUID = "metadata.ownerReferences.evaluationUID"
+	// IndexPromoteCluster indexes promoted PolicyBundles by the SimulatedCluster their
+	// promote-cluster annotation names.
+	IndexPromoteCluster = "promotion.cluster"
+	// IndexPromoteConfigMap indexes promoted PolicyBundles by the ConfigMaps they reference.
+	IndexPromoteConfigMap = "promotion.configMap"
 )
 
 // missingResyncDefault is how often an object waiting for a ConfigMap (which the manager does
@@ -308,4 +315,69 @@ func setupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 		}
 		return []string{string(owner.UID)}
 	})
+}
+
+// setupPromotionIndexes registers the field indexes of promotion: promoted PolicyBundles by
+// the SimulatedCluster they are exported for and by the ConfigMaps they reference.
+func setupPromotionIndexes(ctx context.Context, mgr ctrl.Manager) error {
+	idx := mgr.GetFieldIndexer()
+	promoted := func(o client.Object) (*blisv1alpha1.PolicyBundle, bool) {
+		pb := o.(*blisv1alpha1.PolicyBundle)
+		_, ok := pb.Annotations[promote.AnnotationPromote]
+		return pb, ok
+	}
+	if err := idx.IndexField(ctx, &blisv1alpha1.PolicyBundle{}, IndexPromoteCluster, func(o client.Object) []string {
+		if pb, ok := promoted(o); ok && pb.Annotations[promote.AnnotationCluster] != "" {
+			return []string{pb.Annotations[promote.AnnotationCluster]}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return idx.IndexField(ctx, &blisv1alpha1.PolicyBundle{}, IndexPromoteConfigMap, func(o client.Object) []string {
+		pb, ok := promoted(o)
+		if !ok {
+			return nil
+		}
+		return evaluation.ConfigMapNames(&evaluation.Inputs{Spec: blisv1alpha1.EvaluationSpec{Policy: &pb.Spec}})
+	})
+}
+
+// configMapMetadataCache is a cache of ConfigMap metadata, started with the manager's caches.
+type configMapMetadataCache struct {
+	cache.Cache
+}
+
+// GetCache makes the manager start the cache with its own caches and wait for it to sync.
+func (c configMapMetadataCache) GetCache() cache.Cache { return c.Cache }
+
+// configMapMetadata is the watched type of configMapMetadataCache.
+func configMapMetadata() *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	return m
+}
+
+// newConfigMapMetadataCache returns the cache through which promotion sees changes to the
+// ConfigMaps users create. The manager's own cache holds only the operator's ConfigMaps
+// (CacheOptions), and watching every ConfigMap there would hold all their data. This cache
+// watches the metadata of every ConfigMap (the same list and watch permission the manager
+// already has) and keeps of each only its namespace, name, UID and resourceVersion, which
+// changes with every write to the data: memory grows by a few hundred bytes per ConfigMap,
+// and users mark nothing. The contents are read with the APIReader when a reconcile needs them.
+func newConfigMapMetadataCache(mgr ctrl.Manager) (configMapMetadataCache, error) {
+	c, err := cache.New(mgr.GetConfig(), cache.Options{
+		HTTPClient: mgr.GetHTTPClient(),
+		Scheme:     mgr.GetScheme(),
+		Mapper:     mgr.GetRESTMapper(),
+		DefaultTransform: func(in any) (any, error) {
+			m, ok := in.(*metav1.PartialObjectMetadata)
+			if !ok {
+				return in, nil
+			}
+			return &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
+				Namespace: m.Namespace, Name: m.Name, UID: m.UID, ResourceVersion: m.ResourceVersion}}, nil
+		},
+	})
+	return configMapMetadataCache{Cache: c}, err
 }
