@@ -310,9 +310,6 @@ func resolveCluster(o owner, s *blisv1alpha1.SimulatedClusterSpec) (ClusterDoc, 
 	if strings.TrimSpace(s.Model.Name) == "" && s.Model.Config == nil {
 		return d, nil, o.err(ReasonInvalidSpec, "model.name", errors.New("required"))
 	}
-	if s.Hardware != nil {
-		return d, nil, o.err(ReasonUnsupported, "hardware", errors.New("per-field GPU overrides are not simulated by this engine version; choose a catalog GPU with gpu"))
-	}
 	if len(s.Pools) == 0 {
 		return d, nil, o.err(ReasonInvalidSpec, "pools", errors.New("at least one pool is required"))
 	}
@@ -406,6 +403,11 @@ func resolveCluster(o owner, s *blisv1alpha1.SimulatedClusterSpec) (ClusterDoc, 
 			VLLMVersion:          e.VllmVersion,
 		},
 	}
+	hw, hwNotes, err := resolveHardware(o, s.Hardware, backend)
+	if err != nil {
+		return d, nil, err
+	}
+	is.HardwareOverrides, notes = hw, append(notes, hwNotes...)
 	if len(is.AlphaCoeffs) == 0 {
 		is.AlphaCoeffs = nil
 	}
@@ -440,6 +442,26 @@ func resolveCluster(o owner, s *blisv1alpha1.SimulatedClusterSpec) (ClusterDoc, 
 	return d, notes, nil
 }
 
+// resolveHardware maps spec.hardware onto the instance's overrides of the cluster GPU's
+// figures, which apply before the latency model and the KV capacity are computed. Blackbox
+// coefficients are fitted per catalog GPU, so only memoryGiB (the KV cache) applies to them;
+// roofline alone reads the MFUs.
+func resolveHardware(o owner, h *blisv1alpha1.HardwareSpec, backend blisv1alpha1.LatencyBackend) (*model.HardwareOverrides, []string, error) {
+	if h == nil {
+		return nil, nil, nil
+	}
+	ov := &model.HardwareOverrides{TFlopsPeak: h.TFlopsPeak, TFlopsFP8: h.TFlopsFP8, BwPeakTBs: h.BwPeakTBs,
+		MfuPrefill: h.MfuPrefill, MfuDecode: h.MfuDecode, MemoryGiB: h.MemoryGiB}
+	if f := ov.ComputeFields(); len(f) > 0 && backend == blisv1alpha1.LatencyBlackbox {
+		return nil, nil, o.err(ReasonUnsupported, "hardware."+f[0], fmt.Errorf("blackbox coefficients are fitted per catalog GPU, so %s cannot change its step times; use latencyModel roofline or trained-physics, or drop the override (memoryGiB alone is allowed)", strings.Join(f, ", ")))
+	}
+	var notes []string
+	if (h.MfuPrefill != nil || h.MfuDecode != nil) && backend == blisv1alpha1.LatencyTrainedPhysics {
+		notes = append(notes, "hardware: mfuPrefill and mfuDecode are read only by the roofline latency model; trained-physics ignores them")
+	}
+	return ov, notes, nil
+}
+
 // resolvePoolInstances maps the prefill and decode pools' overrides (gpu, engine, latencyModel)
 // onto each role's instance, the cluster's instance with the overrides applied (nil: a role
 // without overrides). The pools of one role must agree: the engine models one prefill and one
@@ -461,8 +483,10 @@ func resolvePoolInstances(o owner, s *blisv1alpha1.SimulatedClusterSpec, base *m
 		if p.GPU != "" || p.Engine != nil || p.LatencyModel != nil {
 			cp := *base
 			spec = &cp
-			if p.GPU != "" {
-				spec.GPU = p.GPU
+			if p.GPU != "" && !strings.EqualFold(p.GPU, base.GPU) {
+				// spec.hardware overrides the cluster's GPU; a pool that names another GPU
+				// runs that catalog GPU as it is.
+				spec.GPU, spec.HardwareOverrides = p.GPU, nil
 			}
 			if e := p.Engine; e != nil {
 				if e.GpuMemoryUtilization != nil && e.TotalKVBlocks != nil {
@@ -495,6 +519,10 @@ func resolvePoolInstances(o owner, s *blisv1alpha1.SimulatedClusterSpec, base *m
 				}
 				if len(lm.BetaCoeffs) > 0 {
 					spec.BetaCoeffs = append([]float64(nil), lm.BetaCoeffs...)
+				}
+				if f := spec.HardwareOverrides.ComputeFields(); len(f) > 0 && backend == blisv1alpha1.LatencyBlackbox {
+					return nil, nil, o.err(ReasonUnsupported, fmt.Sprintf("pools[%d].latencyModel.backend", i),
+						fmt.Errorf("blackbox coefficients are fitted per catalog GPU, so hardware.%s cannot change its step times; the pool would run with the cluster's GPU overrides", f[0]))
 				}
 			}
 		}
@@ -563,8 +591,8 @@ func resolvePolicy(o owner, s *blisv1alpha1.PolicyBundleSpec, cms map[string]map
 		return "", o, nil, o.err(reason, "", err)
 	}
 	var notes []string
-	if s.InstanceLifecycle != nil || len(s.NodePools) > 0 {
-		notes = append(notes, "policy: instanceLifecycle and nodePools are validated but not simulated; the SimulatedCluster's autoscaling block sets the replica bounds and actuation delays")
+	if len(s.NodePools) > 0 {
+		notes = append(notes, "policy: nodePools are validated but not simulated; the SimulatedCluster's autoscaling block sets the replica bounds and actuation delays")
 	}
 	return string(out), o, notes, nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	blisv1alpha1 "github.com/inference-sim/blis-operator/api/v1alpha1"
+	"github.com/inference-sim/blis-operator/internal/engine/model"
 )
 
 // samplesDir holds the project's example manifests.
@@ -128,12 +129,13 @@ func TestResolveErrorsNameObjectAndField(t *testing.T) {
 			w.Spec.Clients[1].OutputDistribution = &blisv1alpha1.Distribution{Type: "empirical", File: "lengths.csv"}
 			in.Workload = w
 		}, ReasonUnsupported, KindWorkloadSpec, "chat-and-batch", "spec.clients[1].outputDistribution.file", "self-contained"},
-		{"hardware override", func(in *Inputs) {
+		{"hardware override under blackbox", func(in *Inputs) {
 			c := in.Cluster.DeepCopy()
 			bw := 4.0
 			c.Spec.Hardware = &blisv1alpha1.HardwareSpec{BwPeakTBs: &bw}
+			c.Spec.LatencyModel.Backend = blisv1alpha1.LatencyBlackbox
 			in.Cluster = c
-		}, ReasonUnsupported, KindSimulatedCluster, "llama8b-h100", "spec.hardware", "not simulated"},
+		}, ReasonUnsupported, KindSimulatedCluster, "llama8b-h100", "spec.hardware.bwPeakTBs", "fitted per catalog GPU"},
 		{"periodic signal without interval", func(in *Inputs) {
 			c := in.Cluster.DeepCopy()
 			c.Spec.Observability.KVUtilization.IntervalUs = nil
@@ -371,5 +373,37 @@ func TestResolveBLISWorkloadFromConfigMap(t *testing.T) {
 	var re *Error
 	if !errors.As(err, &re) || re.Kind != KindConfigMap || re.Name != "chat-file" || re.Field != "data.workload.yaml" || !strings.Contains(err.Error(), "zigzag") {
 		t.Errorf("broken BLIS workload: %v", err)
+	}
+}
+
+// spec.hardware replaces the cluster GPU's figures: 10 GiB more memory per GPU adds the KV
+// blocks it holds, and the document (so its hash) carries the overrides.
+func TestResolveHardwareOverrides(t *testing.T) {
+	in := baseInputs(t)
+	base := mustResolve(t, in)
+	if base.Document.Cluster.Instance.HardwareOverrides != nil {
+		t.Fatal("a cluster without spec.hardware has overrides in its document")
+	}
+	br, err := model.Resolve(base.Document.Cluster.Instance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := in.Cluster.DeepCopy()
+	mem := br.Hardware.MemoryGiB + 10
+	c.Spec.Hardware = &blisv1alpha1.HardwareSpec{MemoryGiB: &mem}
+	in.Cluster = c
+	r := mustResolve(t, in)
+	or, err := model.Resolve(r.Document.Cluster.Instance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpus := int64(or.Engine.TensorParallelSize * or.Engine.PipelineParallelSize)
+	// 9 GiB per GPU at utilisation 0.9, over blocks of KVCapacity.BlockBytes bytes.
+	want := gpus * 9 << 30 / or.KVCapacity.BlockBytes
+	if d := or.Engine.TotalKVBlocks - br.Engine.TotalKVBlocks; d < want-1 || d > want+1 {
+		t.Fatalf("10 GiB more memory adds %d KV blocks, want %d", d, want)
+	}
+	if base.Hash == r.Hash {
+		t.Fatal("the overrides do not change the document hash")
 	}
 }

@@ -575,3 +575,33 @@ func Example_otherModels() {
 	// | deepseek-v2-lite | 1 | 13.45 / 1.47 | 14.14 / 9.18 | 15.11 / 21.93 |
 	// | llama-4-scout-17b-16e-instruct-fp8-dynamic | 2 | 24.96 / 2.44 | 26.88 / 15.04 | 27.50 / 35.90 |
 }
+
+// A batch-1 decode of llama-3.1-8b is bound by HBM bandwidth under roofline, so doubling
+// bwPeakTBs halves it (to the µs), and the FLOPs and MFU overrides leave it alone. Trained
+// physics reads the bandwidth too, so its step gets shorter.
+func TestHardwareOverridesStepTime(t *testing.T) {
+	spec := model.InstanceSpec{Model: "llama-3.1-8b-instruct", GPU: "H100", LatencyModel: KindRoofline}
+	base, r := build(t, spec)
+	bw := 2 * r.Hardware.BwPeakTBs
+	fast := spec
+	fast.HardwareOverrides = &model.HardwareOverrides{BwPeakTBs: &bw}
+	fm, _ := build(t, fast)
+	step := decodes(1, 1000)
+	b, f := base.StepTime(step), fm.StepTime(step)
+	if d := 2*f - b; d < -1 || d > 1 {
+		t.Fatalf("roofline decode %d µs at 2× bandwidth = %d µs, want half", b, f)
+	}
+	mfu := 0.9
+	flops := spec
+	flops.HardwareOverrides = &model.HardwareOverrides{MfuDecode: &mfu}
+	if m, _ := build(t, flops); m.StepTime(step) != b {
+		t.Fatalf("a memory-bound decode changed with mfuDecode: %d µs, want %d", m.StepTime(step), b)
+	}
+	tp := model.InstanceSpec{Model: "llama-3.1-8b-instruct", GPU: "H100"}
+	tb, _ := build(t, tp)
+	tp.HardwareOverrides = &model.HardwareOverrides{BwPeakTBs: &bw}
+	tf, _ := build(t, tp)
+	if tf.StepTime(step) >= tb.StepTime(step) {
+		t.Fatalf("trained-physics decode at 2× bandwidth %d µs, not below %d µs", tf.StepTime(step), tb.StepTime(step))
+	}
+}

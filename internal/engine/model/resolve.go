@@ -69,6 +69,8 @@ type InstanceSpec struct {
 	ModelConfig *HFModelConfig `json:"-"`
 	// GPU names the GPU ("" = the model's default GPU, else H100).
 	GPU string `json:"gpu,omitempty"`
+	// HardwareOverrides replace some of the GPU's catalog figures (nil: the catalog's).
+	HardwareOverrides *HardwareOverrides `json:"hardwareOverrides,omitempty"`
 	// Engine are the vLLM settings.
 	Engine EngineSettings `json:"engine,omitzero"`
 	// LatencyModel is "trained-physics" (default), "roofline" or "blackbox".
@@ -189,6 +191,9 @@ func (c *Catalog) Resolve(spec InstanceSpec) (*Resolved, error) {
 	}
 	hw, err := c.hardware.Lookup(gpu)
 	if err != nil {
+		return nil, fmt.Errorf("instance: %w", err)
+	}
+	if hw, err = spec.HardwareOverrides.Apply(hw); err != nil {
 		return nil, fmt.Errorf("instance: %w", err)
 	}
 	r.Hardware = hw
@@ -335,6 +340,9 @@ func (c *Catalog) resolveLatency(spec InstanceSpec, r *Resolved, entry Entry, ha
 		ls.Source = "hardware_config.json"
 		return ls, nil
 	case LatencyBlackbox:
+		if err := checkBlackboxOverrides(spec.HardwareOverrides, r.Hardware.Name); err != nil {
+			return LatencySpec{}, err
+		}
 		if ls.Alpha != nil && ls.Beta != nil {
 			return ls, nil
 		}
