@@ -414,15 +414,45 @@ func secondsToUs(v float64) int64 {
 	return int64(math.Round(min(v*1e6, math.MaxInt64/4)))
 }
 
+// applyLifecycle maps the bundle's instance lifecycle onto the autoscaler. A loading delay,
+// when set, replaces the cluster's modelLoadDelayUs (the bundle describes lifecycle, which is
+// what an optimizer tunes) and is drawn from its own stream when it has a deviation; with a
+// loading delay and no warm start the initial replicas load too before serving (on a
+// disaggregated cluster they start ready, with a note).
+func applyLifecycle(ac *sim.AutoscaleConfig, l *policy.InstanceLifecycle) string {
+	d := l.LoadingDelay
+	if d.Mean == 0 && d.Stddev == 0 {
+		return ""
+	}
+	ac.ModelLoad = sim.Delay{MeanUs: secondsToUs(d.Mean), StddevUs: secondsToUs(d.Stddev)}
+	ac.LoadingStream = true
+	if l.WarmStartInitialInstances {
+		return ""
+	}
+	if ac.Prefill != nil {
+		return "instanceLifecycle: the initial replicas of prefill and decode pools start ready (a cold start is simulated only without disaggregation)"
+	}
+	ac.ColdStart = true
+	return ""
+}
+
 // setAutoscale builds the plan's autoscaler when the cluster has one, adding its note.
 func (p *plan) setAutoscale(doc *Document, b *policy.Bundle, notes *[]string) error {
 	a := doc.Cluster.Autoscaling
 	if a == nil {
+		if d := b.InstanceLifecycle.LoadingDelay; d.Mean != 0 || d.Stddev != 0 {
+			*notes = append(*notes, "instanceLifecycle: applies to autoscaled clusters; without autoscaling the replicas are ready at time 0")
+		}
 		return nil
 	}
 	ac, note, err := autoscaleConfig(a, doc.Cluster.Replicas, doc.Cluster.PD, &b.Autoscaler)
 	if note != "" {
 		*notes = append(*notes, note)
+	}
+	if err == nil {
+		if n := applyLifecycle(ac, &b.InstanceLifecycle); n != "" {
+			*notes = append(*notes, n)
+		}
 	}
 	p.autoscale = ac
 	if err == nil && ac.Prefill != nil {

@@ -17,6 +17,10 @@ import (
 // AutoscalerStream names the random stream of actuation delays.
 const AutoscalerStream = "autoscaler"
 
+// LoadingStream names the random stream of model load times when AutoscaleConfig.LoadingStream
+// is set (a policy bundle's instance lifecycle).
+const LoadingStream = "instance-loading"
+
 // ScrapeStream names the random stream of the autoscaler's metric delays (drawn only when the
 // delay is random, so other runs draw nothing from it).
 const ScrapeStream = "autoscaler-scrape"
@@ -109,6 +113,14 @@ type AutoscaleConfig struct {
 	// ModelLoad the time to load the weights; Warmup the time from loaded to serving. A new
 	// replica is provisioning, then warming (model load plus warm-up), then ready.
 	Provisioning, ModelLoad, Warmup Delay
+	// LoadingStream draws ModelLoad from the stream LoadingStream instead of AutoscalerStream:
+	// a policy bundle's loading delay is what an optimizer tunes, and its own stream keeps the
+	// other delays' draws unchanged when it does.
+	LoadingStream bool
+	// ColdStart makes the initial replicas load (ModelLoad, then Warmup, from time 0) instead
+	// of being ready at time 0. Requests routed while no replica is ready wait at the router
+	// and are routed when the first replica becomes ready. Not with per-pool bounds.
+	ColdStart bool
 	// Drain is the drain policy of removed replicas (empty = wait).
 	Drain DrainPolicy
 	// CostPerReplicaHour prices replica time (from provisioning start to shutdown).
@@ -160,6 +172,9 @@ func (a *AutoscaleConfig) Validate(n int) error {
 		if int(a.MaxReplicas) != n {
 			return fmt.Errorf("autoscaler max replicas (%d) must equal the number of instance slots (%d)", a.MaxReplicas, n)
 		}
+	}
+	if a.ColdStart && a.pooled() {
+		return errors.New("a cold start of the initial replicas is not simulated with per-pool bounds; the pools start ready")
 	}
 	switch {
 	case a.IntervalUs <= 0:
@@ -301,8 +316,14 @@ func (p *scalePool) delayed(o *policy.AutoscaleObservables, cutoff int64) bool {
 
 // autoscaler is a run's autoscaling state.
 type autoscaler struct {
-	cfg    *AutoscaleConfig
-	rng    *rand.Rand
+	cfg *AutoscaleConfig
+	rng *rand.Rand
+	// loadRNG draws model load times (rng unless the config asks for LoadingStream).
+	loadRNG *rand.Rand
+	// cold is set while the initial replicas of a cold start load and none is ready yet;
+	// parked holds the requests waiting for the first ready replica, in arrival order.
+	cold   bool
+	parked []int32
 	drain  DrainPolicy
 	window int64
 	pools  []scalePool
@@ -336,6 +357,10 @@ func (s *simulation) newAutoscaler(streams *rng.Partitioned) error {
 	as := &autoscaler{
 		cfg: a, rng: streams.Stream(AutoscalerStream), drain: a.Drain,
 		window: a.OscillationWindowUs,
+	}
+	as.loadRNG = as.rng
+	if a.LoadingStream {
+		as.loadRNG = streams.Stream(LoadingStream)
 	}
 	if as.drain == "" {
 		as.drain = DrainWait
@@ -377,6 +402,16 @@ func (s *simulation) newAutoscaler(streams *rng.Partitioned) error {
 	s.as = as
 	for i := range s.insts {
 		as.lives = append(as.lives, &s.insts[i].life)
+	}
+	if a.ColdStart {
+		// The initial replicas are on (replica time counts from 0) but still loading.
+		as.cold = true
+		for k := range as.pools {
+			p := &as.pools[k]
+			for i := p.lo; i < p.lo+p.bounds.initial(); i++ {
+				s.setLife(&s.insts[i], lifeWarming, a.ModelLoad.draw(as.loadRNG)+a.Warmup.draw(as.rng))
+			}
+		}
 	}
 	as.rebuildReady(s.insts)
 	if d := a.ScrapeDelay; d.MeanUs > 0 || d.StddevUs > 0 {
@@ -561,7 +596,7 @@ func (s *simulation) checkScaleBounds() error {
 		if active < b.MinReplicas || active > b.MaxReplicas {
 			return fmt.Errorf("invariant scale_bounds: %s: %d active replicas outside [%d, %d]", name, active, b.MinReplicas, b.MaxReplicas)
 		}
-		if ready < 1 {
+		if ready < 1 && !as.cold {
 			return fmt.Errorf("invariant scale_bounds: %s: no ready replica", name)
 		}
 		if int(ready) != len(p.ready) {

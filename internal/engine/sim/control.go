@@ -401,6 +401,11 @@ func (s *simulation) onAdmission(slot int32) {
 
 // onRouting takes the priority and routing decisions of slot and dispatches it.
 func (s *simulation) onRouting(slot int32) {
+	if as := s.as; as != nil && as.cold {
+		// No replica is ready yet (cold start): the request waits for the first.
+		as.parked = append(as.parked, slot)
+		return
+	}
 	r := &s.slab.reqs[slot]
 	c := s.ctl
 	if c == nil {

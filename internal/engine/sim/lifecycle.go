@@ -120,7 +120,7 @@ func (s *simulation) onLifecycle(i int32, gen int32) {
 	switch in.life {
 	case lifeProvisioning:
 		c := as.cfg
-		s.setLife(in, lifeWarming, c.ModelLoad.draw(as.rng)+c.Warmup.draw(as.rng))
+		s.setLife(in, lifeWarming, c.ModelLoad.draw(as.loadRNG)+c.Warmup.draw(as.rng))
 	case lifeWarming:
 		// A fresh replica: an empty cache, and the router forgets what it knew of the slot.
 		s.resetCache(in)
@@ -129,6 +129,14 @@ func (s *simulation) onLifecycle(i int32, gen int32) {
 			s.ctl.prov.RequestRefresh(int(in.idx))
 		}
 		s.setLife(in, lifeReady, -1)
+		if as.cold {
+			// The first ready replica of a cold start: the requests that waited are routed.
+			as.cold = false
+			for _, slot := range as.parked {
+				s.heap.push(s.now, evRouting, -1, slot)
+			}
+			as.parked = nil
+		}
 	case lifeDraining:
 		in.shutdownQueued = false
 		if in.idle() {

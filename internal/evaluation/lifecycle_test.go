@@ -1,0 +1,51 @@
+package evaluation
+
+import (
+	"strings"
+	"testing"
+
+	blisv1alpha1 "github.com/inference-sim/blis-operator/api/v1alpha1"
+)
+
+// The bundle's instanceLifecycle: its loading delay replaces the cluster's modelLoadDelayUs on
+// its own stream, and without a warm start the initial replicas load too.
+func TestEvaluationInstanceLifecycle(t *testing.T) {
+	in := autoscaledInputs(t, "threshold", "wait")
+	base := mustResolve(t, in)
+	if ac := base.plan.autoscale; ac.ModelLoad.MeanUs != 1_000_000 || ac.LoadingStream || ac.ColdStart {
+		t.Fatalf("without instanceLifecycle: %+v", ac)
+	}
+	p := in.Policy.DeepCopy()
+	p.Spec.InstanceLifecycle = &blisv1alpha1.InstanceLifecycle{LoadingDelay: &blisv1alpha1.DelaySpec{Mean: 45, Stddev: 10}, WarmStartInitialInstances: true}
+	in.Policy = p
+	r := mustResolve(t, in)
+	ac := r.plan.autoscale
+	if ac.ModelLoad.MeanUs != 45_000_000 || ac.ModelLoad.StddevUs != 10_000_000 || !ac.LoadingStream || ac.ColdStart {
+		t.Fatalf("loading delay 45 ± 10 s with a warm start: %+v", ac)
+	}
+	for _, n := range r.Notes {
+		if strings.Contains(n, "instanceLifecycle") {
+			t.Errorf("note %q: the lifecycle is simulated", n)
+		}
+	}
+	if r.Hash == base.Hash {
+		t.Fatal("the lifecycle does not change the document hash")
+	}
+	p.Spec.InstanceLifecycle.WarmStartInitialInstances = false
+	if ac := mustResolve(t, in).plan.autoscale; !ac.ColdStart {
+		t.Fatalf("no warm start, but the initial replicas do not load: %+v", ac)
+	}
+
+	// Without autoscaling the lifecycle has nothing to act on: noted.
+	c := in.Cluster.DeepCopy()
+	c.Spec.Autoscaling = nil
+	in.Cluster = c
+	r = mustResolve(t, in)
+	found := false
+	for _, n := range r.Notes {
+		found = found || strings.Contains(n, "instanceLifecycle: applies to autoscaled clusters")
+	}
+	if !found {
+		t.Errorf("notes %q do not say the lifecycle needs autoscaling", r.Notes)
+	}
+}
