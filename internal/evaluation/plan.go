@@ -102,7 +102,7 @@ func load(doc *Document, wrap func(part string, err error) error) (*Resolved, er
 		return nil, wrap(partPolicy, err)
 	}
 	p.bundle = b
-	if err := p.setAutoscale(doc, b, &notes); err != nil {
+	if err := p.setAutoscale(doc, b, r, &notes); err != nil {
 		return nil, wrap(partCluster, err)
 	}
 
@@ -436,9 +436,47 @@ func applyLifecycle(ac *sim.AutoscaleConfig, l *policy.InstanceLifecycle) string
 	return ""
 }
 
+// applyNodePools gives the autoscaler the bundle's node pools: a replica holds TP × PP × DP
+// GPUs of one node. The pools' gpuType must be the cluster's GPU, and a gpuMemoryGib given
+// must be that GPU's memory (catalog or spec.hardware). Prefill and decode pools are placed
+// without node capacity (noted).
+func applyNodePools(ac *sim.AutoscaleConfig, pools []policy.NodePool, r *model.Resolved) (string, error) {
+	if len(pools) == 0 {
+		return "", nil
+	}
+	if ac.Prefill != nil {
+		return "nodePools: node capacity is not simulated for prefill and decode pools; their replicas start without waiting for nodes", nil
+	}
+	cat, err := model.DefaultCatalog()
+	if err != nil {
+		return "", err
+	}
+	nc := &sim.NodesConfig{GPUsPerReplica: int32(r.Engine.TotalGPUs())}
+	for i, np := range pools {
+		hw, err := cat.Hardware().Lookup(np.GPUType)
+		if err != nil || hw.Name != r.Hardware.Name {
+			return "", fmt.Errorf("node_pools[%d].gpu_type: node pool %s has GPU %q, but the cluster's replicas run on %s", i, np.Name, np.GPUType, r.Hardware.Name)
+		}
+		if np.GPUMemoryGiB > 0 && math.Abs(np.GPUMemoryGiB-r.Hardware.MemoryGiB) > 0.5 {
+			return "", fmt.Errorf("node_pools[%d].gpu_memory_gib: node pool %s has %v GiB GPUs, but the cluster's %s has %v GiB (set spec.hardware.memoryGiB to change it)", i, np.Name, np.GPUMemoryGiB, r.Hardware.Name, r.Hardware.MemoryGiB)
+		}
+		nc.Pools = append(nc.Pools, sim.NodePoolConfig{
+			Name: np.Name, GPUsPerNode: int32(np.GPUsPerNode),
+			InitialNodes: int32(np.InitialNodes), MinNodes: int32(np.MinNodes), MaxNodes: int32(np.MaxNodes),
+			Provisioning:    sim.Delay{MeanUs: secondsToUs(np.ProvisioningDelay.Mean), StddevUs: secondsToUs(np.ProvisioningDelay.Stddev)},
+			CostPerNodeHour: np.CostPerHour,
+		})
+	}
+	ac.Nodes = nc
+	return "", ac.Validate(int(ac.MaxReplicas))
+}
+
 // setAutoscale builds the plan's autoscaler when the cluster has one, adding its note.
-func (p *plan) setAutoscale(doc *Document, b *policy.Bundle, notes *[]string) error {
+func (p *plan) setAutoscale(doc *Document, b *policy.Bundle, r *model.Resolved, notes *[]string) error {
 	a := doc.Cluster.Autoscaling
+	if a == nil && len(b.NodePools) > 0 {
+		*notes = append(*notes, "nodePools: node capacity is simulated for autoscaled clusters; without autoscaling the replicas are placed as they are")
+	}
 	if a == nil {
 		if d := b.InstanceLifecycle.LoadingDelay; d.Mean != 0 || d.Stddev != 0 {
 			*notes = append(*notes, "instanceLifecycle: applies to autoscaled clusters; without autoscaling the replicas are ready at time 0")
@@ -451,6 +489,10 @@ func (p *plan) setAutoscale(doc *Document, b *policy.Bundle, notes *[]string) er
 	}
 	if err == nil {
 		if n := applyLifecycle(ac, &b.InstanceLifecycle); n != "" {
+			*notes = append(*notes, n)
+		}
+		var n string
+		if n, err = applyNodePools(ac, b.NodePools, r); n != "" {
 			*notes = append(*notes, n)
 		}
 	}

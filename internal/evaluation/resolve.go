@@ -150,13 +150,15 @@ func Resolve(in Inputs) (*Resolved, error) {
 	if err != nil {
 		return nil, err
 	}
-	pol, polOwner, pnotes, err := resolvePolicy(po.owner, po.spec, in.ConfigMaps)
+	pol, polOwner, err := resolvePolicy(po.owner, po.spec, in.ConfigMaps)
 	if err != nil {
 		return nil, err
 	}
 	doc.Policy = pol
-	notes = append(notes, pnotes...)
 	if err := checkCombination(cl, po); err != nil {
+		return nil, err
+	}
+	if err := checkNodePools(cl, po); err != nil {
 		return nil, err
 	}
 
@@ -298,6 +300,39 @@ func checkCombination(cl picked[blisv1alpha1.SimulatedClusterSpec], po picked[bl
 			return po.owner.err(ReasonInvalidSpec, fmt.Sprintf("routing.scorers[%d].name", i),
 				fmt.Errorf("precise-prefix-cache scores the replicas' own KV-cache contents, but %s %s disables prefix caching (%s.engine.enablePrefixCaching: false)",
 					cl.owner.kind, cl.owner.name, cl.owner.path))
+		}
+	}
+	return nil
+}
+
+// checkNodePools rejects node pools whose gpuType is not the cluster's GPU (the pools hold
+// the cluster's replicas, which run on that GPU), naming the pool's field and the cluster's
+// GPU. A cluster whose model is not in the catalog is checked when its document is loaded.
+func checkNodePools(cl picked[blisv1alpha1.SimulatedClusterSpec], po picked[blisv1alpha1.PolicyBundleSpec]) error {
+	if len(po.spec.NodePools) == 0 {
+		return nil
+	}
+	cat, err := model.DefaultCatalog()
+	if err != nil {
+		return nil
+	}
+	gpu := cl.spec.GPU
+	if gpu == "" {
+		if e, err := cat.LookupModel(cl.spec.Model.Name); err == nil {
+			gpu = e.DefaultGPU
+		}
+	}
+	if gpu == "" {
+		gpu = "H100"
+	}
+	want, err := cat.Hardware().Lookup(gpu)
+	if err != nil {
+		return nil
+	}
+	for i, np := range po.spec.NodePools {
+		if hw, err := cat.Hardware().Lookup(np.GpuType); err != nil || hw.Name != want.Name {
+			return po.owner.err(ReasonInvalidSpec, fmt.Sprintf("nodePools[%d].gpuType", i),
+				fmt.Errorf("node pool %s has GPU %q, but the replicas of %s %s run on %s (%s.gpu)", np.Name, np.GpuType, cl.owner.kind, cl.owner.name, want.Name, cl.owner.path))
 		}
 	}
 	return nil
@@ -555,16 +590,16 @@ const maxReplicas = 10_000
 
 // resolvePolicy renders a PolicyBundle spec (or the BLIS file it references) as the engine's
 // policy file. It returns the owner of the content: the ConfigMap key for a referenced file.
-func resolvePolicy(o owner, s *blisv1alpha1.PolicyBundleSpec, cms map[string]map[string]string) (string, owner, []string, error) {
+func resolvePolicy(o owner, s *blisv1alpha1.PolicyBundleSpec, cms map[string]map[string]string) (string, owner, error) {
 	if ref := s.BlisConfigMapRef; ref != nil {
 		data, err := configMapKey(o, "blisConfigMapRef", ref, cms)
 		if err != nil {
-			return "", o, nil, err
+			return "", o, err
 		}
 		o = owner{KindConfigMap, ref.Name, "data." + ref.Key}
 		parsed, err := blisfile.ParsePolicy([]byte(data))
 		if err != nil {
-			return "", o, nil, o.err(ReasonInvalidSpec, "", err)
+			return "", o, o.err(ReasonInvalidSpec, "", err)
 		}
 		s = parsed
 	}
@@ -588,13 +623,9 @@ func resolvePolicy(o owner, s *blisv1alpha1.PolicyBundleSpec, cms map[string]map
 		if strings.Contains(err.Error(), "does not implement") {
 			reason = ReasonUnsupported
 		}
-		return "", o, nil, o.err(reason, "", err)
+		return "", o, o.err(reason, "", err)
 	}
-	var notes []string
-	if len(s.NodePools) > 0 {
-		notes = append(notes, "policy: nodePools are validated but not simulated; the SimulatedCluster's autoscaling block sets the replica bounds and actuation delays")
-	}
-	return string(out), o, notes, nil
+	return string(out), o, nil
 }
 
 // resolvePools sums the pools' replicas and maps prefill and decode pools (with kvTransfer)

@@ -121,6 +121,9 @@ type AutoscaleConfig struct {
 	// of being ready at time 0. Requests routed while no replica is ready wait at the router
 	// and are routed when the first replica becomes ready. Not with per-pool bounds.
 	ColdStart bool
+	// Nodes, when set, places replicas on the GPUs of node pools (nodes.go); nil: no node
+	// capacity. Not with per-pool bounds.
+	Nodes *NodesConfig
 	// Drain is the drain policy of removed replicas (empty = wait).
 	Drain DrainPolicy
 	// CostPerReplicaHour prices replica time (from provisioning start to shutdown).
@@ -171,6 +174,14 @@ func (a *AutoscaleConfig) Validate(n int) error {
 		}
 		if int(a.MaxReplicas) != n {
 			return fmt.Errorf("autoscaler max replicas (%d) must equal the number of instance slots (%d)", a.MaxReplicas, n)
+		}
+	}
+	if a.Nodes != nil {
+		if a.pooled() {
+			return errors.New("node capacity is not simulated with per-pool bounds")
+		}
+		if err := a.Nodes.Validate(PoolBounds{a.MinReplicas, a.MaxReplicas, a.InitialReplicas}.initial()); err != nil {
+			return err
 		}
 	}
 	if a.ColdStart && a.pooled() {
@@ -241,7 +252,8 @@ type AutoscaleStats struct {
 	// within the oscillation window.
 	Oscillations int64
 	// ReplicaSeconds is the replica time from each provisioning start to its shutdown (or the
-	// end of the run); Cost prices it at the configured rate per replica hour.
+	// end of the run); Cost prices it at the configured rate per replica hour, plus the node
+	// pools' cost (Nodes.Cost) with node capacity.
 	ReplicaSeconds, Cost float64
 	// PeakActive is the largest active (ready or starting) replica count; MinReady the
 	// smallest ready count seen at an evaluation (in a disaggregated run, sums of the pools'
@@ -255,6 +267,8 @@ type AutoscaleStats struct {
 	// Pools holds the prefill then the decode pool's figures in a disaggregated run (nil
 	// otherwise).
 	Pools []PoolAutoscaleStats
+	// Nodes summarizes the node pools (nil without node capacity).
+	Nodes *NodeStats
 }
 
 // scalePool is one independently autoscaled group of instance slots [lo, hi): the whole
@@ -324,6 +338,8 @@ type autoscaler struct {
 	// parked holds the requests waiting for the first ready replica, in arrival order.
 	cold   bool
 	parked []int32
+	// nodes is the node capacity (nil without).
+	nodes  *nodeState
 	drain  DrainPolicy
 	window int64
 	pools  []scalePool
@@ -402,6 +418,9 @@ func (s *simulation) newAutoscaler(streams *rng.Partitioned) error {
 	s.as = as
 	for i := range s.insts {
 		as.lives = append(as.lives, &s.insts[i].life)
+	}
+	if a.Nodes != nil {
+		as.nodes = newNodes(a.Nodes, streams, len(s.insts), func(i int) bool { return s.insts[i].life != lifeOff })
 	}
 	if a.ColdStart {
 		// The initial replicas are on (replica time counts from 0) but still loading.
@@ -497,9 +516,12 @@ func (s *simulation) onAutoscale() {
 		since := s.now - p.lastAction
 		switch {
 		case want > cur && (p.lastAction < 0 || since >= a.ScaleUpCooldownUs):
-			s.scaleUp(p, want-cur)
-			s.recordAction(p, cur, want, 1)
-			cur = want
+			// Without node capacity every wanted replica starts; with it a scale-up may be
+			// capped, down to no action.
+			if got := want - s.scaleUp(p, want-cur); got > cur {
+				s.recordAction(p, cur, got, 1)
+				cur = got
+			}
 		case want < cur && (p.lastAction < 0 || since >= a.ScaleDownCooldownUs):
 			s.scaleDown(p, cur-want)
 			s.recordAction(p, cur, want, -1)
@@ -511,6 +533,9 @@ func (s *simulation) onAutoscale() {
 	as.stats.PeakActive = max(as.stats.PeakActive, active)
 	if s.invariants && s.err == nil {
 		s.err = s.checkScaleBounds()
+		if s.err == nil && as.nodes != nil {
+			s.err = as.nodes.check(s.insts)
+		}
 	}
 	if s.slab.live > 0 || s.srcSlot >= 0 {
 		as.idleEvals = 0
@@ -626,6 +651,12 @@ func (s *simulation) finishAutoscale(end int64) {
 		for k := range as.pools {
 			st.Pools = append(st.Pools, as.pools[k].stats)
 		}
+	}
+	if as.nodes != nil {
+		// With node capacity the cluster pays for its nodes too: Cost is the replicas' and
+		// the nodes' cost, so objectives on cost see the node pools.
+		st.Nodes = as.nodes.finish(end)
+		st.Cost += st.Nodes.Cost
 	}
 	s.res.Autoscale = &st
 	if s.res.Trace != nil {

@@ -57,8 +57,9 @@ func (s *simulation) setLife(in *instance, l lifeState, delay int64) {
 }
 
 // scaleUp adds k replicas to pool p: draining replicas are reactivated first (they are warm),
-// then off replica slots start provisioning, lowest index first.
-func (s *simulation) scaleUp(p *scalePool, k int32) {
+// then off replica slots start provisioning, lowest index first (with node capacity, once a
+// node has room for them). It returns how many of the k could not start.
+func (s *simulation) scaleUp(p *scalePool, k int32) int32 {
 	as := s.as
 	for i := p.lo; i < p.hi && k > 0; i++ {
 		in := &s.insts[i]
@@ -71,12 +72,21 @@ func (s *simulation) scaleUp(p *scalePool, k int32) {
 	for i := p.lo; i < p.hi && k > 0; i++ {
 		in := &s.insts[i]
 		if in.life == lifeOff {
+			var wait int64
+			if as.nodes != nil {
+				if wait = as.nodes.place(i, s.now); wait < 0 {
+					// Every node pool is full: the remaining replicas are capped.
+					as.nodes.stats.Capped += int64(k - 1)
+					break
+				}
+			}
 			in.onSince = s.now
-			s.setLife(in, lifeProvisioning, as.cfg.Provisioning.draw(as.rng))
+			s.setLife(in, lifeProvisioning, wait+as.cfg.Provisioning.draw(as.rng))
 			as.stats.ReplicasAdded++
 			k--
 		}
 	}
+	return k
 }
 
 // scaleDown removes k replicas from pool p: starting replicas are cancelled first (latest slot
@@ -165,6 +175,9 @@ func (s *simulation) resetCache(in *instance) {
 func (s *simulation) shutdown(in *instance) {
 	s.addReplicaTime(in, s.now)
 	s.setLife(in, lifeOff, -1)
+	if s.as.nodes != nil {
+		s.as.nodes.free(in.idx, s.now)
+	}
 }
 
 // drainInstance stops routing to in and applies the drain policy.
