@@ -407,3 +407,24 @@ func TestResolveHardwareOverrides(t *testing.T) {
 		t.Fatal("the overrides do not change the document hash")
 	}
 }
+
+// Under P/D, spec.hardware overrides the cluster's GPU: a pool running that GPU (its own
+// engine, no gpu) keeps the overrides, a pool naming another GPU runs it as catalogued.
+func TestResolveHardwareOverridesPools(t *testing.T) {
+	in := baseInputs(t)
+	c := in.Cluster.DeepCopy()
+	mem := 90.0
+	c.Spec.Hardware = &blisv1alpha1.HardwareSpec{MemoryGiB: &mem}
+	c.Spec.Pools = []blisv1alpha1.ReplicaPoolSpec{
+		{Name: "p", Role: blisv1alpha1.PoolPrefill, Replicas: 1, Engine: &blisv1alpha1.PoolEngineSpec{TensorParallelSize: 2}},
+		{Name: "d", Role: blisv1alpha1.PoolDecode, Replicas: 1, GPU: "A100-80"},
+	}
+	in.Cluster = c
+	pd := mustResolve(t, in).Document.Cluster.PD
+	if pd.Prefill == nil || pd.Prefill.HardwareOverrides == nil || *pd.Prefill.HardwareOverrides.MemoryGiB != mem {
+		t.Errorf("prefill pool on the cluster's GPU lost the overrides: %+v", pd.Prefill)
+	}
+	if pd.Decode == nil || pd.Decode.GPU != "A100-80" || pd.Decode.HardwareOverrides != nil {
+		t.Errorf("decode pool on another GPU keeps the overrides: %+v", pd.Decode)
+	}
+}
