@@ -1,6 +1,7 @@
 package evaluation
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -32,8 +33,18 @@ func TestEvaluationInstanceLifecycle(t *testing.T) {
 		t.Fatal("the lifecycle does not change the document hash")
 	}
 	p.Spec.InstanceLifecycle.WarmStartInitialInstances = false
-	if ac := mustResolve(t, in).plan.autoscale; !ac.ColdStart {
+	cold := mustResolve(t, in)
+	if ac := cold.plan.autoscale; !ac.ColdStart {
 		t.Fatalf("no warm start, but the initial replicas do not load: %+v", ac)
+	}
+	// Every request still completes; the first ones waited about 45 s for the first replica.
+	res, err := Run(context.Background(), cold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := res.Status()
+	if st.Metrics == nil || st.Metrics.CompletedRequests != 400 || st.Metrics.TtftP99Ms < 20_000 {
+		t.Fatalf("cold start metrics %+v", st.Metrics)
 	}
 
 	// Without autoscaling the lifecycle has nothing to act on: noted.
