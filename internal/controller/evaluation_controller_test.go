@@ -43,8 +43,11 @@ func TestValidatingReconcilers(t *testing.T) {
 
 	good := testCluster(ns, "good")
 	bad := testCluster(ns, "bad")
-	memGiB := 96.0
-	bad.Spec.Hardware = &blisv1alpha1.HardwareSpec{MemoryGiB: &memGiB} // per-field GPU overrides are not simulated
+	// The blackbox latency model's coefficients were fitted per catalog GPU, so a bandwidth
+	// override cannot be simulated with it.
+	bwTBs := 4.0
+	bad.Spec.Hardware = &blisv1alpha1.HardwareSpec{BwPeakTBs: &bwTBs}
+	bad.Spec.LatencyModel.Backend = blisv1alpha1.LatencyBlackbox
 	pol := testPolicy(ns, "policy")
 	missingCM := testPolicy(ns, "from-configmap")
 	missingCM.Spec.BlisConfigMapRef = &blisv1alpha1.ConfigMapKeyReference{Name: "absent", Key: "policy.yaml"}
@@ -63,7 +66,7 @@ func TestValidatingReconcilers(t *testing.T) {
 		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(bad), &o)
 		c := meta.FindStatusCondition(o.Status.Conditions, blisv1alpha1.ConditionReady)
 		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == ReasonUnsupported &&
-			strings.Contains(c.Message, "SimulatedCluster bad") && strings.Contains(c.Message, "spec.hardware"), describeConds(o.Status.Conditions)
+			strings.Contains(c.Message, "SimulatedCluster bad") && strings.Contains(c.Message, "spec.hardware.bwPeakTBs"), describeConds(o.Status.Conditions)
 	})
 	eventually(t, "PolicyBundle Ready with a content hash", func() (bool, string) {
 		var o blisv1alpha1.PolicyBundle
@@ -211,11 +214,13 @@ func TestInvalidInputs(t *testing.T) {
 		t.Fatalf("Accepted: %+v", a)
 	}
 
-	// A cluster with per-field GPU overrides is not simulated: the cluster is not Ready, the
+	// A cluster asking for what the engine cannot simulate (a GPU bandwidth override under the
+	// blackbox model, whose coefficients were fitted per catalog GPU) is not Ready, and the
 	// Evaluation waits on it.
 	pd := testCluster(ns, "pd")
-	memGiB := 96.0
-	pd.Spec.Hardware = &blisv1alpha1.HardwareSpec{MemoryGiB: &memGiB}
+	bwTBs := 4.0
+	pd.Spec.Hardware = &blisv1alpha1.HardwareSpec{BwPeakTBs: &bwTBs}
+	pd.Spec.LatencyModel.Backend = blisv1alpha1.LatencyBlackbox
 	create(t, pd)
 	onPD := testEval(ns, "on-pd", blisv1alpha1.ExecutorInProcess)
 	onPD.Spec.ClusterRef.Name = "pd"
@@ -229,7 +234,7 @@ func TestInvalidInputs(t *testing.T) {
 		}
 		c := meta.FindStatusCondition(e.Status.Conditions, ConditionAccepted)
 		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == ReasonReferenceNotReady &&
-			strings.Contains(c.Message, "spec.hardware"), describeEval(&e)
+			strings.Contains(c.Message, "spec.hardware.bwPeakTBs"), describeEval(&e)
 	})
 
 	// An inline cluster that is invalid in the same way fails the Evaluation (its spec cannot change).
@@ -238,7 +243,7 @@ func TestInvalidInputs(t *testing.T) {
 	inline.Spec.Cluster = pd.Spec.DeepCopy()
 	create(t, inline)
 	ev = waitCondition(t, ns, "inline-pd", blisv1alpha1.ConditionFailed, metav1.ConditionTrue, ReasonUnsupported)
-	if c := meta.FindStatusCondition(ev.Status.Conditions, blisv1alpha1.ConditionFailed); !strings.Contains(c.Message, "spec.cluster.hardware") {
+	if c := meta.FindStatusCondition(ev.Status.Conditions, blisv1alpha1.ConditionFailed); !strings.Contains(c.Message, "spec.cluster.hardware.bwPeakTBs") {
 		t.Fatalf("message %q does not name the field at fault", c.Message)
 	}
 }
