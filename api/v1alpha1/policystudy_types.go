@@ -544,6 +544,20 @@ type PromotionStatus struct {
 	// time is when the promotion was written.
 	// +optional
 	Time *metav1.Time `json:"time,omitempty"`
+	// inputHash identifies the inputs of the last export: the winner's resolved input (its
+	// policy with the ConfigMaps it references, the SimulatedCluster, the WorkloadSpec), the
+	// cluster's topology and the target. The winner is exported again when they give another
+	// hash; the same hash writes nothing.
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	InputHash string `json:"inputHash,omitempty"`
+	// configMaps are the ConfigMaps the last export read; a change to one of them exports the
+	// winner again.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=253
+	// +optional
+	ConfigMaps []string `json:"configMaps,omitempty"`
 }
 
 // PolicyStudyStatus is the observed state of a PolicyStudy. Nothing in it grows with the number

@@ -18,6 +18,9 @@ package controller
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
@@ -34,8 +37,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 	"sigs.k8s.io/yaml"
 
 	blisv1alpha1 "github.com/inference-sim/blis-operator/api/v1alpha1"
@@ -68,17 +73,49 @@ type PolicyStudyReconciler struct {
 }
 
 // SetupPolicyStudyWithManager registers the PolicyStudy reconciler with mgr. Evaluations
-// with the study label (created by the study or by any other client) wake their study.
+// with the study label (created by the study or by any other client) wake their study, and a
+// changed ConfigMap the export of a study's winner read wakes that study (through the field
+// index on status.promotion.configMaps and the ConfigMap metadata cache).
 func SetupPolicyStudyWithManager(mgr ctrl.Manager) error {
 	r := &PolicyStudyReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
 		Recorder: mgr.GetEventRecorder("policystudy-controller")}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &blisv1alpha1.PolicyStudy{}, IndexStudyPromotionConfigMap,
+		func(o client.Object) []string {
+			if p := o.(*blisv1alpha1.PolicyStudy).Status.Promotion; p != nil {
+				return p.ConfigMaps
+			}
+			return nil
+		}); err != nil {
+		return err
+	}
+	refs, err := configMapMetadataCacheOf(mgr)
+	if err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&blisv1alpha1.PolicyStudy{}).
 		Named("policystudy").
 		Watches(&blisv1alpha1.Evaluation{}, handler.EnqueueRequestsFromMapFunc(studyOf)).
 		Watches(&blisv1alpha1.PolicyBundle{}, handler.EnqueueRequestsFromMapFunc(r.studiesOfBase)).
+		WatchesRawSource(source.Kind(refs.Cache, configMapMetadata(),
+			handler.TypedEnqueueRequestsFromMapFunc(r.studiesOfConfigMap),
+			predicate.TypedResourceVersionChangedPredicate[*metav1.PartialObjectMetadata]{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
 		Complete(r)
+}
+
+// studiesOfConfigMap maps a ConfigMap (its metadata) to the studies of its namespace whose
+// winner's export read it.
+func (r *PolicyStudyReconciler) studiesOfConfigMap(ctx context.Context, obj *metav1.PartialObjectMetadata) []reconcile.Request {
+	var list blisv1alpha1.PolicyStudyList
+	if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{IndexStudyPromotionConfigMap: obj.GetName()}); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return out
 }
 
 // studyOf maps an Evaluation to the study its label names.
@@ -463,20 +500,24 @@ func (r *PolicyStudyReconciler) promote(ctx context.Context, ps *blisv1alpha1.Po
 	gen := ps.Generation
 	request := promotionRequest(ps)
 	onCompletion := (p.OnCompletion == nil || *p.OnCompletion) && d.Outcome == study.Completed
-	if request == "" && !onCompletion {
-		return nil
-	}
 	best := d.Summary.Best
-	if best == nil {
-		studyCondition(st, gen, post, blisv1alpha1.StudyConditionPromoted, metav1.ConditionFalse, blisv1alpha1.StudyReasonNoWinner, "no Evaluation of the study has succeeded yet")
-		return nil
-	}
 	bundleName := p.PolicyBundleName
 	if bundleName == "" {
 		bundleName = ps.Name + "-winner"
 	}
-	if prev := st.Promotion; prev != nil && request == "" && prev.Evaluation == best.Name && prev.PolicyBundle == bundleName &&
-		prev.ConfigMap == p.ConfigMapName && isTrue(st.Conditions, blisv1alpha1.StudyConditionPromoted) {
+	// A winner already promoted is followed: its export is checked against its inputs (the
+	// ConfigMaps it references among them) and written again when they changed, also after an
+	// edit made it fail (so fixing the input recovers it).
+	prev := st.Promotion
+	promoted := meta.FindStatusCondition(st.Conditions, blisv1alpha1.StudyConditionPromoted)
+	follow := request == "" && prev != nil && best != nil && prev.Evaluation == best.Name && prev.PolicyBundle == bundleName &&
+		prev.ConfigMap == p.ConfigMapName && promoted != nil &&
+		(promoted.Status == metav1.ConditionTrue || promoted.Reason == blisv1alpha1.StudyReasonPromotionFailed)
+	if request == "" && !onCompletion && !follow {
+		return nil
+	}
+	if best == nil {
+		studyCondition(st, gen, post, blisv1alpha1.StudyConditionPromoted, metav1.ConditionFalse, blisv1alpha1.StudyReasonNoWinner, "no Evaluation of the study has succeeded yet")
 		return nil
 	}
 	fail := func(reason, msg string) {
@@ -488,7 +529,11 @@ func (r *PolicyStudyReconciler) promote(ctx context.Context, ps *blisv1alpha1.Po
 		return nil
 	}
 	pb := binding.WinnerBundle(ps, bundleName, spec, st.Best)
-	data, msg, err := r.exportWinner(ctx, ps, best.Name, spec, p.Target)
+	manifest, err := yaml.Marshal(pb)
+	if err != nil {
+		return err
+	}
+	data, inputs, msg, err := r.exportWinner(ctx, ps, best.Name, spec, p.Target)
 	if err != nil {
 		return err
 	}
@@ -496,9 +541,9 @@ func (r *PolicyStudyReconciler) promote(ctx context.Context, ps *blisv1alpha1.Po
 		fail(blisv1alpha1.StudyReasonPromotionFailed, msg)
 		return nil
 	}
-	manifest, err := yaml.Marshal(pb)
-	if err != nil {
-		return err
+	inputs.hash = winnerInputHash(inputs.resolvedHash, inputs.cluster, p.Target, manifest)
+	if follow && prev.InputHash == inputs.hash && promoted.Status == metav1.ConditionTrue {
+		return nil
 	}
 	data[FileWinnerBundle] = string(manifest)
 	if conflict, err := r.writeWinnerBundle(ctx, ps, pb); err != nil || conflict != "" {
@@ -507,24 +552,73 @@ func (r *PolicyStudyReconciler) promote(ctx context.Context, ps *blisv1alpha1.Po
 		}
 		return err
 	}
-	if conflict, err := r.writeWinnerConfigMap(ctx, ps, p.ConfigMapName, data); err != nil || conflict != "" {
+	written, conflict, err := r.writeWinnerConfigMap(ctx, ps, p.ConfigMapName, data)
+	if err != nil || conflict != "" {
 		if err == nil {
 			fail(blisv1alpha1.StudyReasonConflict, conflict)
 		}
 		return err
 	}
+	msg = fmt.Sprintf("the winner %s was written to PolicyBundle %s and its llm-d configuration to ConfigMap %s", best.Name, bundleName, p.ConfigMapName)
+	if follow {
+		// The inputs changed: the status records them; the time only when the export itself
+		// changed, with an event (studyCondition records one when the condition recovers).
+		next := prev.DeepCopy()
+		next.InputHash, next.ConfigMaps = inputs.hash, inputs.configMaps
+		if written {
+			now := metav1.Now()
+			next.Time = &now
+			if promoted.Status == metav1.ConditionTrue {
+				post.event(corev1.EventTypeNormal, blisv1alpha1.StudyReasonPromoted,
+					"the inputs of the winner %s changed (input hash %s): its llm-d configuration was written again to ConfigMap %s",
+					best.Name, short(inputs.hash), p.ConfigMapName)
+			}
+		}
+		st.Promotion = next
+		studyCondition(st, gen, post, blisv1alpha1.StudyConditionPromoted, metav1.ConditionTrue, blisv1alpha1.StudyReasonPromoted, msg)
+		return nil
+	}
 	now := metav1.Now()
 	st.Promotion = &blisv1alpha1.PromotionStatus{Evaluation: best.Name, PolicyBundle: bundleName, ConfigMap: p.ConfigMapName,
-		Request: ps.Annotations[blisv1alpha1.AnnotationPromote], Time: &now}
-	studyCondition(st, gen, post, blisv1alpha1.StudyConditionPromoted, metav1.ConditionTrue, blisv1alpha1.StudyReasonPromoted,
-		fmt.Sprintf("the winner %s was written to PolicyBundle %s and its llm-d configuration to ConfigMap %s", best.Name, bundleName, p.ConfigMapName))
+		Request: ps.Annotations[blisv1alpha1.AnnotationPromote], Time: &now, InputHash: inputs.hash, ConfigMaps: inputs.configMaps}
+	studyCondition(st, gen, post, blisv1alpha1.StudyConditionPromoted, metav1.ConditionTrue, blisv1alpha1.StudyReasonPromoted, msg)
 	return nil
 }
 
+// winnerInputs are the inputs of a winner's export.
+type winnerInputs struct {
+	// resolvedHash is the input hash of the winner's resolved document.
+	resolvedHash string
+	// cluster is the SimulatedCluster spec the export takes the topology from.
+	cluster *blisv1alpha1.SimulatedClusterSpec
+	// configMaps are the ConfigMaps the resolution read, sorted.
+	configMaps []string
+	// hash is winnerInputHash of them.
+	hash string
+}
+
+// winnerInputHash identifies a winner's export inputs: the hex SHA-256 of the resolved
+// document's hash, the cluster spec (its JSON: struct fields in declaration order, map keys
+// sorted), the target and the winner PolicyBundle manifest.
+func winnerInputHash(resolvedHash string, cluster *blisv1alpha1.SimulatedClusterSpec, target string, manifest []byte) string {
+	cl, err := json.Marshal(cluster)
+	if err != nil {
+		cl = []byte(err.Error())
+	}
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte(resolvedHash), cl, []byte(target), manifest} {
+		fmt.Fprintf(h, "%d:", len(part))
+		h.Write(part)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
 // exportWinner resolves the winner against the study's cluster and workload and renders it as
-// llm-d files. A problem with the inputs or the export is returned as a message.
+// llm-d files, with the inputs the export used. A problem with the inputs or the export is
+// returned as a message.
 func (r *PolicyStudyReconciler) exportWinner(ctx context.Context, ps *blisv1alpha1.PolicyStudy, name string,
-	spec *blisv1alpha1.PolicyBundleSpec, target string) (map[string]string, string, error) {
+	spec *blisv1alpha1.PolicyBundleSpec, target string) (map[string]string, winnerInputs, string, error) {
+	var none winnerInputs
 	var cl blisv1alpha1.SimulatedCluster
 	var wl blisv1alpha1.WorkloadSpec
 	for _, o := range []struct {
@@ -533,26 +627,27 @@ func (r *PolicyStudyReconciler) exportWinner(ctx context.Context, ps *blisv1alph
 	}{{evaluation.KindSimulatedCluster, ps.Spec.ClusterRef.Name, &cl}, {evaluation.KindWorkloadSpec, ps.Spec.WorkloadRef.Name, &wl}} {
 		if err := r.Get(ctx, client.ObjectKey{Namespace: ps.Namespace, Name: o.name}, o.obj); err != nil {
 			if apierrors.IsNotFound(err) {
-				return nil, fmt.Sprintf("%s %q does not exist", o.kind, o.name), nil
+				return nil, none, fmt.Sprintf("%s %q does not exist", o.kind, o.name), nil
 			}
-			return nil, "", err
+			return nil, none, "", err
 		}
 	}
 	in := evaluation.Inputs{Name: name, Spec: binding.EvaluationSpec(&ps.Spec, "", spec), Cluster: &cl, Workload: &wl}
-	cms, err := evaluation.ReadConfigMaps(ctx, r.APIReader, ps.Namespace, evaluation.ConfigMapNames(&in))
+	names := evaluation.ConfigMapNames(&in)
+	cms, err := evaluation.ReadConfigMaps(ctx, r.APIReader, ps.Namespace, names)
 	if err != nil {
-		return nil, "", err
+		return nil, none, "", err
 	}
 	in.ConfigMaps = cms
 	res, err := evaluation.Resolve(in)
 	if err != nil {
-		return nil, "resolving the winner: " + err.Error(), nil
+		return nil, none, "resolving the winner: " + err.Error(), nil
 	}
 	out, err := binding.Export(res, &cl.Spec, target)
 	if err != nil {
-		return nil, "exporting the winner as llm-d configuration: " + err.Error(), nil
+		return nil, none, "exporting the winner as llm-d configuration: " + err.Error(), nil
 	}
-	return out.ConfigMapData(), "", nil
+	return out.ConfigMapData(), winnerInputs{resolvedHash: res.Hash, cluster: &cl.Spec, configMaps: names}, "", nil
 }
 
 // writeWinnerBundle creates or updates the winner PolicyBundle; one the study does not own is
@@ -586,9 +681,10 @@ func (r *PolicyStudyReconciler) writeWinnerBundle(ctx context.Context, ps *blisv
 	return "", r.Update(ctx, &cur)
 }
 
-// writeWinnerConfigMap creates or updates the promotion ConfigMap; one the study does not own
-// is a conflict. It carries the operator's managed-by label so the manager caches it.
-func (r *PolicyStudyReconciler) writeWinnerConfigMap(ctx context.Context, ps *blisv1alpha1.PolicyStudy, name string, data map[string]string) (string, error) {
+// writeWinnerConfigMap creates or updates the promotion ConfigMap and reports whether it wrote;
+// one the study does not own is a conflict. It carries the operator's managed-by label so the
+// manager caches it.
+func (r *PolicyStudyReconciler) writeWinnerConfigMap(ctx context.Context, ps *blisv1alpha1.PolicyStudy, name string, data map[string]string) (bool, string, error) {
 	var cur corev1.ConfigMap
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ps.Namespace, Name: name}, &cur)
 	switch {
@@ -599,18 +695,18 @@ func (r *PolicyStudyReconciler) writeWinnerConfigMap(ctx context.Context, ps *bl
 			Data: data,
 		}
 		if err := controllerutil.SetControllerReference(ps, cm, r.Scheme); err != nil {
-			return "", err
+			return false, "", err
 		}
-		return "", r.Create(ctx, cm)
+		return true, "", r.Create(ctx, cm)
 	case err != nil:
-		return "", err
+		return false, "", err
 	}
 	if !metav1.IsControlledBy(&cur, ps) {
-		return fmt.Sprintf("ConfigMap %s exists and is not owned by the study; choose another promotion.configMapName", name), nil
+		return false, fmt.Sprintf("ConfigMap %s exists and is not owned by the study; choose another promotion.configMapName", name), nil
 	}
 	if equality.Semantic.DeepEqual(cur.Data, data) {
-		return "", nil
+		return false, "", nil
 	}
 	cur.Data = data
-	return "", r.Update(ctx, &cur)
+	return true, "", r.Update(ctx, &cur)
 }

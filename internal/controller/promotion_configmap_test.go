@@ -26,6 +26,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	blisv1alpha1 "github.com/inference-sim/blis-operator/api/v1alpha1"
@@ -158,6 +159,101 @@ func TestPromotionFollowsReferencedConfigMap(t *testing.T) {
 		}
 		writes++
 		done = cm.ResourceVersion == second.ResourceVersion
+	}
+	if writes != 1 {
+		t.Fatalf("the export was written %d times after the first promotion, want 1", writes)
+	}
+}
+
+// TestPolicyStudyPromotionFollowsReferencedConfigMap: a study's promoted winner whose policy is
+// a BLIS file in a ConfigMap is exported again when that ConfigMap changes; the inputs are
+// recorded in status.promotion, and a change that leaves them as they are writes nothing.
+func TestPolicyStudyPromotionFollowsReferencedConfigMap(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	contentionInputs(t, ns)
+	create(t,
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "policy-file"}, Data: map[string]string{"policy.yaml": blisPolicyFile(1)}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "unrelated"}, Data: map[string]string{"policy.yaml": blisPolicyFile(7)}},
+		&blisv1alpha1.PolicyBundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cand"},
+			Spec: blisv1alpha1.PolicyBundleSpec{BlisConfigMapRef: &blisv1alpha1.ConfigMapKeyReference{Name: "policy-file", Key: "policy.yaml"}}})
+	startStudyManager(t, studyCfg())
+	objectives := []blisv1alpha1.Objective{{Name: "ttftP99Ms", Direction: "minimize", Weight: 1}}
+	ps := &blisv1alpha1.PolicyStudy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "board", Annotations: map[string]string{blisv1alpha1.AnnotationPromote: "1"}},
+		Spec: blisv1alpha1.PolicyStudySpec{
+			ClusterRef: blisv1alpha1.LocalObjectReference{Name: "small"}, WorkloadRef: blisv1alpha1.LocalObjectReference{Name: "contention"},
+			Objectives: objectives,
+			Budget:     blisv1alpha1.StudyBudget{MaxEvaluations: 0},
+			Promotion:  &blisv1alpha1.PromotionSpec{ConfigMapName: "board-llm-d", OnCompletion: ptr.To(false)},
+		},
+	}
+	create(t, ps, &blisv1alpha1.Evaluation{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "opt", Labels: map[string]string{blisv1alpha1.LabelStudy: "board"}},
+		Spec: blisv1alpha1.EvaluationSpec{
+			ClusterRef: &blisv1alpha1.LocalObjectReference{Name: "small"}, WorkloadRef: &blisv1alpha1.LocalObjectReference{Name: "contention"},
+			PolicyRef: &blisv1alpha1.LocalObjectReference{Name: "cand"}, Objectives: objectives,
+			Execution: blisv1alpha1.ExecutionSpec{Executor: blisv1alpha1.ExecutorInProcess},
+		},
+	})
+
+	first := waitStudy(t, ns, "board", blisv1alpha1.StudyConditionPromoted).Status.Promotion
+	if first == nil || first.Evaluation != "opt" || first.InputHash == "" || len(first.ConfigMaps) != 1 || first.ConfigMaps[0] != "policy-file" {
+		t.Fatalf("status.promotion %+v", first)
+	}
+	var exported corev1.ConfigMap
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "board-llm-d"}, &exported); err != nil {
+		t.Fatal(err)
+	}
+	if epp := exported.Data[export.FileEPPConfig]; strings.Contains(epp, "weight: 4") {
+		t.Fatalf("%s of the first policy file:\n%s", export.FileEPPConfig, epp)
+	}
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watchCtx, cancel := context.WithTimeout(ctx, waitTimeout)
+	defer cancel()
+	w, err := wc.Watch(watchCtx, &corev1.ConfigMapList{}, client.InNamespace(ns), client.MatchingFields{"metadata.name": "board-llm-d"},
+		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: exported.ResourceVersion}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	updateConfigMap(t, ns, "unrelated", "policy.yaml", blisPolicyFile(9))
+	updateConfigMap(t, ns, "policy-file", "notes.txt", "not read by the winner")
+	updateConfigMap(t, ns, "policy-file", "policy.yaml", blisPolicyFile(4))
+
+	var cur blisv1alpha1.PolicyStudy
+	eventually(t, "the winner exported again", func() (bool, string) {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ps), &cur); err != nil {
+			return false, err.Error()
+		}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "board-llm-d"}, &exported); err != nil {
+			return false, err.Error()
+		}
+		p := cur.Status.Promotion
+		return p != nil && p.InputHash != first.InputHash && strings.Contains(exported.Data[export.FileEPPConfig], "weight: 4"),
+			fmt.Sprintf("status.promotion %+v", p)
+	})
+	if p := cur.Status.Promotion; p.Evaluation != "opt" || p.Request != "1" || !p.Time.After(first.Time.Time) && !p.Time.Equal(first.Time) {
+		t.Errorf("status.promotion %+v after %+v", p, first)
+	}
+	eventWith(t, ns, "board", blisv1alpha1.StudyReasonPromoted, "written again", short(cur.Status.Promotion.InputHash))
+
+	writes := 0
+	for done := false; !done; {
+		e, open := <-w.ResultChan()
+		if !open {
+			t.Fatalf("the watch of the export ended before it showed the write of %s", exported.ResourceVersion)
+		}
+		cm, ok := e.Object.(*corev1.ConfigMap)
+		if !ok || e.Type != watch.Modified {
+			t.Fatalf("unexpected watch event %s %T", e.Type, e.Object)
+		}
+		writes++
+		done = cm.ResourceVersion == exported.ResourceVersion
 	}
 	if writes != 1 {
 		t.Fatalf("the export was written %d times after the first promotion, want 1", writes)

@@ -107,11 +107,8 @@ func SetupPromotionWithManager(mgr ctrl.Manager) error {
 	if err := setupPromotionIndexes(context.Background(), mgr); err != nil {
 		return err
 	}
-	refs, err := newConfigMapMetadataCache(mgr)
+	refs, err := configMapMetadataCacheOf(mgr)
 	if err != nil {
-		return err
-	}
-	if err := mgr.Add(refs); err != nil {
 		return err
 	}
 	pb := newReconciler(evaluation.KindPolicyBundle)

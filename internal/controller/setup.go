@@ -25,6 +25,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -69,6 +70,9 @@ const (
 	IndexPromoteCluster = "promotion.cluster"
 	// IndexPromoteConfigMap indexes promoted PolicyBundles by the ConfigMaps they reference.
 	IndexPromoteConfigMap = "promotion.configMap"
+	// IndexStudyPromotionConfigMap indexes PolicyStudies by status.promotion.configMaps (the
+	// ConfigMaps their winner's export read).
+	IndexStudyPromotionConfigMap = "status.promotion.configMaps"
 )
 
 // missingResyncDefault is how often an object waiting for a ConfigMap (which the manager does
@@ -356,6 +360,32 @@ func configMapMetadata() *metav1.PartialObjectMetadata {
 	m := &metav1.PartialObjectMetadata{}
 	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
 	return m
+}
+
+// metadataCaches holds the ConfigMap metadata cache of each manager, shared by the reconcilers
+// that follow user ConfigMaps so that a manager watches them once.
+var metadataCaches = struct {
+	sync.Mutex
+	of map[ctrl.Manager]configMapMetadataCache
+}{of: map[ctrl.Manager]configMapMetadataCache{}}
+
+// configMapMetadataCacheOf returns mgr's ConfigMap metadata cache, creating it and adding it
+// to mgr the first time.
+func configMapMetadataCacheOf(mgr ctrl.Manager) (configMapMetadataCache, error) {
+	metadataCaches.Lock()
+	defer metadataCaches.Unlock()
+	if c, ok := metadataCaches.of[mgr]; ok {
+		return c, nil
+	}
+	c, err := newConfigMapMetadataCache(mgr)
+	if err != nil {
+		return c, err
+	}
+	if err := mgr.Add(c); err != nil {
+		return c, err
+	}
+	metadataCaches.of[mgr] = c
+	return c, nil
 }
 
 // newConfigMapMetadataCache returns the cache through which promotion sees changes to the
