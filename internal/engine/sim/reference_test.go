@@ -93,6 +93,38 @@ func disaggScenarios() []scenario {
 	}
 }
 
+// steadyScenarios are equivalence scenarios dominated by long steady decode phases: short
+// prompts, long outputs and many concurrent requests, so most steps are decode-only, most
+// decode tokens fit in their last block and the per-request events (block boundaries,
+// completions, length caps) are sparse among many steps that only advance every request. They
+// vary what ends a steady stretch: arrivals, a length cap in force (capAt set), a budget that
+// bounds the batch, and a burst that decodes in lockstep until the KV cache runs out and
+// preempts.
+func steadyScenarios() []scenario {
+	m := defaultModel()
+	one := func(mod func(*InstanceConfig)) func() *Config {
+		return func() *Config {
+			ic := testInstance(m)
+			ic.TotalKVBlocks, ic.MaxNumSeqs = 40000, 256
+			mod(&ic)
+			return &Config{Instances: []InstanceConfig{ic}, Seed: 9}
+		}
+	}
+	return []scenario{
+		{"steady-decode", one(func(*InstanceConfig) {}),
+			genSpec{n: 200, gapUs: 2000, inMean: 24, inStd: 8, outMean: 600, outSd: 200, seed: 31}, nil},
+		{"steady-decode-capped", one(func(c *InstanceConfig) { c.BlockSize, c.MaxModelLen = 8, 400 }),
+			genSpec{n: 300, gapUs: 2000, inMean: 24, inStd: 8, outMean: 300, outSd: 60, seed: 32}, nil},
+		{"steady-decode-budget", one(func(c *InstanceConfig) { c.BlockSize, c.MaxNumBatchedTokens = 32, 48 }),
+			genSpec{n: 250, gapUs: 2000, inMean: 24, inStd: 8, outMean: 400, outSd: 150, seed: 33}, nil},
+		{"steady-decode-burst", one(func(c *InstanceConfig) { c.TotalKVBlocks, c.MaxNumSeqs = 2500, 128 }),
+			genSpec{n: 128, gapUs: 1, inMean: 16, inStd: 4, outMean: 400, outSd: 10, seed: 34}, nil},
+		{"steady-decode-burst-priority", one(func(c *InstanceConfig) {
+			c.TotalKVBlocks, c.MaxNumSeqs, c.Preemption = 2500, 128, PreemptPriority
+		}), genSpec{n: 128, gapUs: 1, inMean: 16, inStd: 4, outMean: 400, outSd: 10, classes: true, seed: 35}, nil},
+	}
+}
+
 // mustBundle parses a policy bundle for a scenario, panicking on a malformed literal.
 func mustBundle(yaml string) *policy.Bundle {
 	b, err := policy.Parse([]byte(yaml))
@@ -167,7 +199,7 @@ func runScenario(t *testing.T, sc scenario, eager, invariants bool) *Result {
 // reference stepper (KV allocated token by token, as BLIS does) and requires identical
 // per-request results, counters and step records.
 func TestOptimizedMatchesReference(t *testing.T) {
-	for _, sc := range append(scenarios(), disaggScenarios()...) {
+	for _, sc := range append(append(scenarios(), disaggScenarios()...), steadyScenarios()...) {
 		t.Run(sc.name, func(t *testing.T) {
 			fast := runScenario(t, sc, false, true)
 			ref := runScenario(t, sc, true, true)
@@ -253,6 +285,38 @@ func TestScenarioMechanisms(t *testing.T) {
 		}
 		if st.Completed == 0 {
 			t.Errorf("%s: nothing completed", sc.name)
+		}
+	}
+}
+
+// TestSteadyScenariosDecode checks that the steady scenarios are what they claim: many requests
+// decoding at once over many steps (an average decode batch of at least 32), and, for the
+// bursts, preemptions once the cache runs out.
+func TestSteadyScenariosDecode(t *testing.T) {
+	for _, sc := range steadyScenarios() {
+		res := runScenario(t, sc, false, true)
+		var st InstanceStats
+		for _, s := range res.Instances {
+			st.Steps += s.Steps
+			st.Preemptions += s.Preemptions
+			st.DeferredDecodes += s.DeferredDecodes
+			st.Completed += s.Completed
+		}
+		var decodeTokens int64
+		for _, r := range res.Records {
+			decodeTokens += int64(r.ITLCount)
+		}
+		avg := float64(decodeTokens) / float64(max(st.Steps, 1))
+		t.Logf("%s: steps %d completed %d average decode batch %.1f preempted %d deferred %d",
+			sc.name, st.Steps, st.Completed, avg, st.Preemptions, st.DeferredDecodes)
+		if st.Completed == 0 || avg < 32 {
+			t.Errorf("%s: completed %d, average decode batch %.1f: not a steady decode workload", sc.name, st.Completed, avg)
+		}
+		switch sc.name {
+		case "steady-decode-burst", "steady-decode-burst-priority":
+			if st.Preemptions == 0 {
+				t.Errorf("%s: no preemption", sc.name)
+			}
 		}
 	}
 }
