@@ -47,16 +47,33 @@ func TestEvaluationInstanceLifecycle(t *testing.T) {
 		t.Fatalf("cold start metrics %+v", st.Metrics)
 	}
 
-	// Without autoscaling the lifecycle has nothing to act on: noted.
+	// Without autoscaling the fixed replicas cold-start too: a constant 3 s load, every request
+	// served after it, and no note.
 	c := in.Cluster.DeepCopy()
 	c.Spec.Autoscaling = nil
 	in.Cluster = c
+	p.Spec.InstanceLifecycle.LoadingDelay = &blisv1alpha1.DelaySpec{Mean: 3}
 	r = mustResolve(t, in)
-	found := false
 	for _, n := range r.Notes {
-		found = found || strings.Contains(n, "instanceLifecycle: applies to autoscaled clusters")
+		if strings.Contains(n, "instanceLifecycle") {
+			t.Errorf("note %q: the cold start of fixed replicas is simulated", n)
+		}
 	}
-	if !found {
-		t.Errorf("notes %q do not say the lifecycle needs autoscaling", r.Notes)
+	ac = r.plan.autoscale
+	if ac == nil || !ac.ColdStart || ac.ModelLoad.MeanUs != 3_000_000 || ac.MinReplicas != ac.MaxReplicas || int(ac.MaxReplicas) != r.Document.Cluster.Replicas {
+		t.Fatalf("fixed cold start: %+v", ac)
+	}
+	res, err = Run(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st = res.Status()
+	if st.Metrics == nil || st.Metrics.CompletedRequests != 400 || st.Metrics.TtftP99Ms < 3_000 {
+		t.Fatalf("fixed cold start metrics %+v", st.Metrics)
+	}
+	// With a warm start the fixed replicas are ready at time 0, as without a lifecycle.
+	p.Spec.InstanceLifecycle.WarmStartInitialInstances = true
+	if r = mustResolve(t, in); r.plan.autoscale != nil {
+		t.Fatalf("warm start without autoscaling: %+v", r.plan.autoscale)
 	}
 }

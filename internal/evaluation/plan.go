@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -28,9 +29,11 @@ const (
 type plan struct {
 	instance sim.InstanceConfig
 	// pools are the prefill and decode pools' own instances (nil: instance).
-	pools    [2]*sim.InstanceConfig
-	replicas int
-	bundle   *policy.Bundle
+	pools [2]*sim.InstanceConfig
+	// poolModels are the prefill and decode pools' resolved instances (nil: the cluster's).
+	poolModels [2]*model.Resolved
+	replicas   int
+	bundle     *policy.Bundle
 	// autoscale is the autoscaler of every seed (nil: fixed replicas); slots are its max.
 	autoscale *sim.AutoscaleConfig
 	// pd is the disaggregation of every seed (nil: monolithic replicas).
@@ -437,38 +440,99 @@ func applyLifecycle(ac *sim.AutoscaleConfig, l *policy.InstanceLifecycle) string
 }
 
 // applyNodePools gives the autoscaler the bundle's node pools: a replica holds TP × PP × DP
-// GPUs of one node. The pools' gpuType must be the cluster's GPU, and a gpuMemoryGib given
-// must be that GPU's memory (catalog or spec.hardware). Prefill and decode pools are placed
-// without node capacity (noted).
-func applyNodePools(ac *sim.AutoscaleConfig, pools []policy.NodePool, r *model.Resolved) (string, error) {
+// GPUs of one node. Without disaggregation the pools' gpuType must be the cluster's GPU; with
+// prefill and decode pools (models: each pool's resolved instance) a node pool holds the
+// replicas of the pools whose GPU it has, and each pool's GPU needs a node pool. A
+// gpuMemoryGib given must be the matching GPU's memory (catalog or spec.hardware).
+func applyNodePools(ac *sim.AutoscaleConfig, pools []policy.NodePool, r *model.Resolved, models [2]*model.Resolved) error {
 	if len(pools) == 0 {
-		return "", nil
-	}
-	if ac.Prefill != nil {
-		return "nodePools: node capacity is not simulated for prefill and decode pools; their replicas start without waiting for nodes", nil
+		return nil
 	}
 	cat, err := model.DefaultCatalog()
 	if err != nil {
-		return "", err
+		return err
 	}
-	nc := &sim.NodesConfig{GPUsPerReplica: int32(r.Engine.TotalGPUs())}
+	roles := []*model.Resolved{r}
+	names := []string{"cluster"}
+	if ac.Prefill != nil {
+		roles, names = []*model.Resolved{r, r}, []string{"prefill", "decode"}
+		for k, m := range models {
+			if m != nil {
+				roles[k] = m
+			}
+		}
+	}
+	nc := &sim.NodesConfig{GPUsPerReplica: int32(roles[len(roles)-1].Engine.TotalGPUs())}
+	if ac.Prefill != nil {
+		nc.PrefillGPUsPerReplica = int32(roles[0].Engine.TotalGPUs())
+	}
+	matched := make([]bool, len(roles))
 	for i, np := range pools {
 		hw, err := cat.Hardware().Lookup(np.GPUType)
-		if err != nil || hw.Name != r.Hardware.Name {
-			return "", fmt.Errorf("node_pools[%d].gpu_type: node pool %s has GPU %q, but the cluster's replicas run on %s", i, np.Name, np.GPUType, r.Hardware.Name)
+		var serves []int
+		var gpus []string
+		for k, m := range roles {
+			if err == nil && hw.Name == m.Hardware.Name {
+				serves = append(serves, k)
+				matched[k] = true
+			}
+			if !slices.Contains(gpus, m.Hardware.Name) {
+				gpus = append(gpus, m.Hardware.Name)
+			}
 		}
-		if np.GPUMemoryGiB > 0 && math.Abs(np.GPUMemoryGiB-r.Hardware.MemoryGiB) > 0.5 {
-			return "", fmt.Errorf("node_pools[%d].gpu_memory_gib: node pool %s has %v GiB GPUs, but the cluster's %s has %v GiB (set spec.hardware.memoryGiB to change it)", i, np.Name, np.GPUMemoryGiB, r.Hardware.Name, r.Hardware.MemoryGiB)
+		if len(serves) == 0 {
+			return fmt.Errorf("node_pools[%d].gpu_type: node pool %s has GPU %q, but the cluster's replicas run on %s", i, np.Name, np.GPUType, strings.Join(gpus, " and "))
+		}
+		if mem := roles[serves[0]].Hardware.MemoryGiB; np.GPUMemoryGiB > 0 && math.Abs(np.GPUMemoryGiB-mem) > 0.5 {
+			return fmt.Errorf("node_pools[%d].gpu_memory_gib: node pool %s has %v GiB GPUs, but the cluster's %s has %v GiB (set spec.hardware.memoryGiB to change it)", i, np.Name, np.GPUMemoryGiB, hw.Name, mem)
+		}
+		role := ""
+		if ac.Prefill != nil && len(serves) == 1 {
+			role = names[serves[0]]
 		}
 		nc.Pools = append(nc.Pools, sim.NodePoolConfig{
-			Name: np.Name, GPUsPerNode: int32(np.GPUsPerNode),
+			Name: np.Name, GPUsPerNode: int32(np.GPUsPerNode), Role: role,
 			InitialNodes: int32(np.InitialNodes), MinNodes: int32(np.MinNodes), MaxNodes: int32(np.MaxNodes),
 			Provisioning:    sim.Delay{MeanUs: secondsToUs(np.ProvisioningDelay.Mean), StddevUs: secondsToUs(np.ProvisioningDelay.Stddev)},
 			CostPerNodeHour: np.CostPerHour,
 		})
 	}
+	for k, ok := range matched {
+		if !ok {
+			return fmt.Errorf("node_pools: no node pool has gpu_type %s, the GPU of the %s pool's replicas", roles[k].Hardware.Name, names[k])
+		}
+	}
 	ac.Nodes = nc
-	return "", ac.Validate(int(ac.MaxReplicas))
+	slots := ac.MaxReplicas
+	if ac.Prefill != nil {
+		slots = ac.Prefill.MaxReplicas + ac.Decode.MaxReplicas
+	}
+	return ac.Validate(int(slots))
+}
+
+// fixedColdStart gives a cluster without autoscaling the bundle's cold start: with a loading
+// delay and no warm start its fixed replicas load before serving, through an autoscaler whose
+// bounds are the replica count (it never scales). Prefill and decode pools start ready (noted).
+func (p *plan) fixedColdStart(doc *Document, b *policy.Bundle, notes *[]string) error {
+	l := &b.InstanceLifecycle
+	if d := l.LoadingDelay; (d.Mean == 0 && d.Stddev == 0) || l.WarmStartInitialInstances {
+		return nil
+	}
+	if doc.Cluster.PD != nil {
+		*notes = append(*notes, "instanceLifecycle: the initial replicas of prefill and decode pools start ready (a cold start is simulated only without disaggregation)")
+		return nil
+	}
+	interval := int64(b.Autoscaler.IntervalUs)
+	if interval <= 0 {
+		interval = defaultAutoscaleIntervalUs
+	}
+	load := sim.Delay{MeanUs: secondsToUs(l.LoadingDelay.Mean), StddevUs: secondsToUs(l.LoadingDelay.Stddev)}
+	ac := sim.FixedColdStart(int32(doc.Cluster.Replicas), load, sim.Delay{}, interval)
+	if err := ac.Validate(doc.Cluster.Replicas); err != nil {
+		return err
+	}
+	p.autoscale = ac
+	return nil
 }
 
 // setAutoscale builds the plan's autoscaler when the cluster has one, adding its note.
@@ -478,10 +542,7 @@ func (p *plan) setAutoscale(doc *Document, b *policy.Bundle, r *model.Resolved, 
 		*notes = append(*notes, "nodePools: node capacity is simulated for autoscaled clusters; without autoscaling the replicas are placed as they are")
 	}
 	if a == nil {
-		if d := b.InstanceLifecycle.LoadingDelay; d.Mean != 0 || d.Stddev != 0 {
-			*notes = append(*notes, "instanceLifecycle: applies to autoscaled clusters; without autoscaling the replicas are ready at time 0")
-		}
-		return nil
+		return p.fixedColdStart(doc, b, notes)
 	}
 	ac, note, err := autoscaleConfig(a, doc.Cluster.Replicas, doc.Cluster.PD, &b.Autoscaler)
 	if note != "" {
@@ -491,10 +552,7 @@ func (p *plan) setAutoscale(doc *Document, b *policy.Bundle, r *model.Resolved, 
 		if n := applyLifecycle(ac, &b.InstanceLifecycle); n != "" {
 			*notes = append(*notes, n)
 		}
-		var n string
-		if n, err = applyNodePools(ac, b.NodePools, r); n != "" {
-			*notes = append(*notes, n)
-		}
+		err = applyNodePools(ac, b.NodePools, r, p.poolModels)
 	}
 	p.autoscale = ac
 	if err == nil && ac.Prefill != nil {
@@ -533,6 +591,7 @@ func (p *plan) poolInstances(c *ClusterDoc, blockSize int32) error {
 			return fmt.Errorf("%s pool: KV block size %d differs from the cluster's %d", role, inst.BlockSize, blockSize)
 		}
 		p.pools[k] = &inst
+		p.poolModels[k] = r
 		if k == 0 {
 			p.pd.BytesPerToken = r.Model.KVCacheBytesPerToken()
 		}

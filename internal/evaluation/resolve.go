@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -305,9 +306,11 @@ func checkCombination(cl picked[blisv1alpha1.SimulatedClusterSpec], po picked[bl
 	return nil
 }
 
-// checkNodePools rejects node pools whose gpuType is not the cluster's GPU (the pools hold
-// the cluster's replicas, which run on that GPU), naming the pool's field and the cluster's
-// GPU. A cluster whose model is not in the catalog is checked when its document is loaded.
+// checkNodePools rejects node pools whose gpuType is not a GPU the cluster's replicas run on
+// (the cluster's GPU, or with prefill and decode pools each pool's), naming the pool's field
+// and the GPUs; on an autoscaled cluster with prefill and decode pools it also rejects a pool
+// whose GPU no node pool has. A cluster whose model is not in the catalog is checked when its
+// document is loaded.
 func checkNodePools(cl picked[blisv1alpha1.SimulatedClusterSpec], po picked[blisv1alpha1.PolicyBundleSpec]) error {
 	if len(po.spec.NodePools) == 0 {
 		return nil
@@ -329,10 +332,58 @@ func checkNodePools(cl picked[blisv1alpha1.SimulatedClusterSpec], po picked[blis
 	if err != nil {
 		return nil
 	}
+	// The GPUs of the replicas, with the field that sets each.
+	type runsOn struct{ name, field string }
+	var gpus []runsOn
+	for i, p := range cl.spec.Pools {
+		if p.Role != blisv1alpha1.PoolPrefill && p.Role != blisv1alpha1.PoolDecode {
+			continue
+		}
+		g := runsOn{want.Name, cl.owner.path + ".gpu"}
+		if p.GPU != "" {
+			hw, err := cat.Hardware().Lookup(p.GPU)
+			if err != nil {
+				return nil
+			}
+			g = runsOn{hw.Name, fmt.Sprintf("%s.pools[%d].gpu", cl.owner.path, i)}
+		}
+		gpus = append(gpus, g)
+	}
+	pd := len(gpus) > 0
+	if !pd {
+		gpus = []runsOn{{want.Name, cl.owner.path + ".gpu"}}
+	}
+	matched := make([]bool, len(gpus))
 	for i, np := range po.spec.NodePools {
-		if hw, err := cat.Hardware().Lookup(np.GpuType); err != nil || hw.Name != want.Name {
+		hw, err := cat.Hardware().Lookup(np.GpuType)
+		ok := false
+		for k, g := range gpus {
+			if err == nil && hw.Name == g.name {
+				ok, matched[k] = true, true
+			}
+		}
+		if ok {
+			continue
+		}
+		names := make([]string, 0, len(gpus))
+		for _, g := range gpus {
+			if !slices.Contains(names, g.name) {
+				names = append(names, g.name)
+			}
+		}
+		if !pd {
 			return po.owner.err(ReasonInvalidSpec, fmt.Sprintf("nodePools[%d].gpuType", i),
 				fmt.Errorf("node pool %s has GPU %q, but the replicas of %s %s run on %s (%s.gpu)", np.Name, np.GpuType, cl.owner.kind, cl.owner.name, want.Name, cl.owner.path))
+		}
+		return po.owner.err(ReasonInvalidSpec, fmt.Sprintf("nodePools[%d].gpuType", i),
+			fmt.Errorf("node pool %s has GPU %q, but the prefill and decode pools of %s %s run on %s", np.Name, np.GpuType, cl.owner.kind, cl.owner.name, strings.Join(names, " and ")))
+	}
+	if pd && cl.spec.Autoscaling != nil {
+		for k, g := range gpus {
+			if !matched[k] {
+				return po.owner.err(ReasonInvalidSpec, "nodePools",
+					fmt.Errorf("no node pool has gpuType %s, the GPU of a prefill or decode pool of %s %s (%s): its replicas need nodes of their GPU", g.name, cl.owner.kind, cl.owner.name, g.field))
+			}
 		}
 	}
 	return nil

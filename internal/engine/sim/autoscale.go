@@ -122,7 +122,7 @@ type AutoscaleConfig struct {
 	// and are routed when the first replica becomes ready. Not with per-pool bounds.
 	ColdStart bool
 	// Nodes, when set, places replicas on the GPUs of node pools (nodes.go); nil: no node
-	// capacity. Not with per-pool bounds.
+	// capacity. With per-pool bounds each node pool holds the replicas of its role's pool.
 	Nodes *NodesConfig
 	// Drain is the drain policy of removed replicas (empty = wait).
 	Drain DrainPolicy
@@ -142,6 +142,18 @@ type AutoscaleConfig struct {
 	// Prefill and Decode bound the pools of a disaggregated cluster (both required with
 	// Config.PD, both nil without).
 	Prefill, Decode *PoolBounds
+}
+
+// FixedColdStart returns the autoscaler of a cluster of n fixed replicas that cold-start: its
+// bounds are all n, so it never scales, and the replicas load (load, then warmup) from time 0
+// before serving, as the initial replicas of an autoscaled cold start; requests routed before
+// the first is ready wait at the router. The load is drawn from the stream LoadingStream.
+// intervalUs is the period of its evaluations, which only take the autoscale summary's figures.
+func FixedColdStart(n int32, load, warmup Delay, intervalUs int64) *AutoscaleConfig {
+	return &AutoscaleConfig{
+		MinReplicas: n, MaxReplicas: n, InitialReplicas: n, IntervalUs: intervalUs,
+		ModelLoad: load, Warmup: warmup, LoadingStream: true, ColdStart: true,
+	}
 }
 
 // pooled reports whether the bounds are per pool.
@@ -177,10 +189,13 @@ func (a *AutoscaleConfig) Validate(n int) error {
 		}
 	}
 	if a.Nodes != nil {
+		var err error
 		if a.pooled() {
-			return errors.New("node capacity is not simulated with per-pool bounds")
+			err = a.Nodes.ValidatePools(a.Prefill.initial(), a.Decode.initial())
+		} else {
+			err = a.Nodes.Validate(PoolBounds{a.MinReplicas, a.MaxReplicas, a.InitialReplicas}.initial())
 		}
-		if err := a.Nodes.Validate(PoolBounds{a.MinReplicas, a.MaxReplicas, a.InitialReplicas}.initial()); err != nil {
+		if err != nil {
 			return err
 		}
 	}
@@ -387,8 +402,8 @@ func (s *simulation) newAutoscaler(streams *rng.Partitioned) error {
 	if a.pooled() {
 		np := a.Prefill.MaxReplicas
 		as.pools = []scalePool{
-			{name: "prefill", lo: 0, hi: np, bounds: *a.Prefill},
-			{name: "decode", lo: np, hi: int32(len(s.insts)), bounds: *a.Decode},
+			{name: RolePrefill, lo: 0, hi: np, bounds: *a.Prefill},
+			{name: RoleDecode, lo: np, hi: int32(len(s.insts)), bounds: *a.Decode},
 		}
 	} else {
 		as.pools = []scalePool{{lo: 0, hi: int32(len(s.insts)), bounds: PoolBounds{a.MinReplicas, a.MaxReplicas, a.InitialReplicas}}}
@@ -420,7 +435,11 @@ func (s *simulation) newAutoscaler(streams *rng.Partitioned) error {
 		as.lives = append(as.lives, &s.insts[i].life)
 	}
 	if a.Nodes != nil {
-		as.nodes = newNodes(a.Nodes, streams, len(s.insts), func(i int) bool { return s.insts[i].life != lifeOff })
+		prefill := -1
+		if a.pooled() {
+			prefill = int(a.Prefill.MaxReplicas)
+		}
+		as.nodes = newNodes(a.Nodes, streams, len(s.insts), prefill, func(i int) bool { return s.insts[i].life != lifeOff })
 	}
 	if a.ColdStart {
 		// The initial replicas are on (replica time counts from 0) but still loading.

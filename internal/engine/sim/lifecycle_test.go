@@ -74,3 +74,35 @@ func TestLoadingStream(t *testing.T) {
 		t.Errorf("slot 1 ready at %d with a 12 s load, %d with 2 s: want 10 s apart", long[2], short[2])
 	}
 }
+
+// A cluster of two fixed replicas that cold-start (FixedColdStart, 2.5 s load): both are ready
+// at exactly 2.5 s, a request arriving at 0 gets its first token 2.5 s plus its warm TTFT
+// later, the autoscaler never acts, and a replica's time counts from 0.
+func TestFixedColdStart(t *testing.T) {
+	reqs := []workload.Request{{ID: 0, Arrival: 0, InputLen: 64, OutputLen: 4}, {ID: 1, Arrival: 4 * sec, InputLen: 64, OutputLen: 4}}
+	ic := testInstance(plainModel())
+	warmCfg := &Config{Instances: []InstanceConfig{ic, ic}, Options: Options{RequestRecords: true}}
+	warm, _, _ := runWatching(t, warmCfg, reqs)
+	cfg := &Config{Instances: []InstanceConfig{ic, ic}, Options: Options{RequestRecords: true, CheckInvariants: true},
+		Autoscale: FixedColdStart(2, Delay{MeanUs: 2500_000}, Delay{}, sec)}
+	cold, readyAt, bad := runWatching(t, cfg, reqs)
+	if bad {
+		t.Fatal("a request reached a replica that was not ready")
+	}
+	if readyAt[0] != 2500_000 || readyAt[1] != 2500_000 {
+		t.Fatalf("replicas ready at %v, want both at 2.5 s", readyAt)
+	}
+	if got, want := cold.Records[0].TTFT, warm.Records[0].TTFT+2500_000; got != want {
+		t.Errorf("first request TTFT %d, want the load (2.5 s) plus its warm TTFT: %d", got, want)
+	}
+	if cold.Records[1].TTFT != warm.Records[1].TTFT {
+		t.Errorf("a request after the load: TTFT %d, warm %d", cold.Records[1].TTFT, warm.Records[1].TTFT)
+	}
+	as := cold.Autoscale
+	if as.ScaleUps+as.ScaleDowns != 0 || as.PeakActive != 2 {
+		t.Errorf("a fixed cluster scaled: %+v", as)
+	}
+	if end := float64(cold.End) / 1e6; as.ReplicaSeconds != 2*end {
+		t.Errorf("replica seconds %v, want 2 x %v", as.ReplicaSeconds, end)
+	}
+}

@@ -19,6 +19,12 @@ import (
 // NodeStream names the random stream of node provisioning delays (drawn only when random).
 const NodeStream = "node-provisioning"
 
+// Roles of a node pool in a disaggregated run: the pool whose replicas its nodes hold.
+const (
+	RolePrefill = "prefill"
+	RoleDecode  = "decode"
+)
+
 // NodePoolConfig is one pool of identical nodes.
 type NodePoolConfig struct {
 	// Name identifies the pool in errors.
@@ -32,29 +38,92 @@ type NodePoolConfig struct {
 	Provisioning Delay
 	// CostPerNodeHour prices node time (from the request to the release).
 	CostPerNodeHour float64
+	// Role is, in a disaggregated run, the pool whose replicas the nodes hold: "prefill",
+	// "decode", or empty for both (the only choice without disaggregation).
+	Role string
 }
 
-// NodesConfig turns on node capacity for an autoscaled run (not with per-pool bounds).
+// NodesConfig turns on node capacity for an autoscaled run. In a disaggregated run (per-pool
+// bounds) a prefill or decode replica is placed only on nodes of a pool of its role (or of no
+// role).
 type NodesConfig struct {
-	// GPUsPerReplica is the GPUs one replica holds on its node (TP × PP × DP).
+	// GPUsPerReplica is the GPUs one replica holds on its node (TP × PP × DP); in a
+	// disaggregated run, a decode replica's.
 	GPUsPerReplica int32
+	// PrefillGPUsPerReplica is the GPUs a prefill replica holds in a disaggregated run.
+	PrefillGPUsPerReplica int32
 	// Pools are the node pools, in placement order.
 	Pools []NodePoolConfig
 }
 
-// Validate checks the node pools and that they can hold the initial replicas.
+// Validate checks the node pools of a run without disaggregation and that they can hold the
+// initial replicas.
 func (n *NodesConfig) Validate(initialReplicas int32) error {
-	if n.GPUsPerReplica < 1 {
-		return fmt.Errorf("nodes: GPUs per replica must be >= 1, got %d", n.GPUsPerReplica)
+	return n.validate([2]int32{initialReplicas, 0}, false)
+}
+
+// ValidatePools checks the node pools of a disaggregated run and that each role's pools can
+// hold the initial replicas of its pool.
+func (n *NodesConfig) ValidatePools(initialPrefill, initialDecode int32) error {
+	return n.validate([2]int32{initialPrefill, initialDecode}, true)
+}
+
+// serves reports whether nodes of role hold replicas of group g (0: prefill or the whole
+// cluster, 1: decode).
+func serves(role string, g int8) bool {
+	switch role {
+	case RolePrefill:
+		return g == 0
+	case RoleDecode:
+		return g == 1
+	}
+	return true
+}
+
+// need returns the GPUs per replica of node group g.
+func (n *NodesConfig) need(g int8, pooled bool) int32 {
+	if pooled && g == 0 {
+		return n.PrefillGPUsPerReplica
+	}
+	return n.GPUsPerReplica
+}
+
+func (n *NodesConfig) validate(initial [2]int32, pooled bool) error {
+	groups := 1
+	if pooled {
+		groups = 2
+	}
+	names := [2]string{RolePrefill, RoleDecode}
+	for g := range groups {
+		if need := n.need(int8(g), pooled); need < 1 {
+			if pooled {
+				return fmt.Errorf("nodes: GPUs per %s replica must be >= 1, got %d", names[g], need)
+			}
+			return fmt.Errorf("nodes: GPUs per replica must be >= 1, got %d", need)
+		}
 	}
 	if len(n.Pools) == 0 {
 		return errors.New("nodes: at least one node pool is required")
 	}
 	var hold int32
+	var pools [2]int
 	for i, p := range n.Pools {
 		switch {
-		case p.GPUsPerNode < n.GPUsPerReplica:
-			return fmt.Errorf("node pool %q: %d GPUs per node cannot hold a replica of %d GPUs", p.Name, p.GPUsPerNode, n.GPUsPerReplica)
+		case !pooled && p.Role != "":
+			return fmt.Errorf("node pool %q: a role (%q) needs prefill and decode pools", p.Name, p.Role)
+		case p.Role != "" && p.Role != RolePrefill && p.Role != RoleDecode:
+			return fmt.Errorf("node pool %q: role must be \"prefill\", \"decode\" or empty, got %q", p.Name, p.Role)
+		}
+		var need int32
+		for g := range int8(groups) {
+			if serves(p.Role, g) {
+				need = max(need, n.need(g, pooled))
+				pools[g]++
+			}
+		}
+		switch {
+		case p.GPUsPerNode < need:
+			return fmt.Errorf("node pool %q: %d GPUs per node cannot hold a replica of %d GPUs", p.Name, p.GPUsPerNode, need)
 		case p.MinNodes < 0 || p.MinNodes > p.InitialNodes || p.InitialNodes > p.MaxNodes:
 			return fmt.Errorf("node pool %q: need 0 <= min nodes (%d) <= initial nodes (%d) <= max nodes (%d)", p.Name, p.MinNodes, p.InitialNodes, p.MaxNodes)
 		case math.IsNaN(p.CostPerNodeHour) || math.IsInf(p.CostPerNodeHour, 0) || p.CostPerNodeHour < 0:
@@ -63,10 +132,44 @@ func (n *NodesConfig) Validate(initialReplicas int32) error {
 		if err := p.Provisioning.validate(fmt.Sprintf("node pool %q provisioning delay", n.Pools[i].Name)); err != nil {
 			return err
 		}
-		hold += p.InitialNodes * (p.GPUsPerNode / n.GPUsPerReplica)
+		hold += p.InitialNodes * (p.GPUsPerNode / need)
 	}
-	if hold < initialReplicas {
-		return fmt.Errorf("nodes: the initial nodes hold %d replicas of %d GPUs, but the cluster starts with %d", hold, n.GPUsPerReplica, initialReplicas)
+	if !pooled {
+		if hold < initial[0] {
+			return fmt.Errorf("nodes: the initial nodes hold %d replicas of %d GPUs, but the cluster starts with %d", hold, n.GPUsPerReplica, initial[0])
+		}
+		return nil
+	}
+	for g := range 2 {
+		if pools[g] == 0 {
+			return fmt.Errorf("nodes: no node pool holds the %s pool's replicas", names[g])
+		}
+	}
+	// Place the initial replicas as the run does (prefill first, each on the first initial
+	// node of its role with room).
+	var free []int32
+	var role []string
+	for _, p := range n.Pools {
+		for range p.InitialNodes {
+			free = append(free, p.GPUsPerNode)
+			role = append(role, p.Role)
+		}
+	}
+	for g := range int8(2) {
+		need := n.need(g, true)
+		for r := range initial[g] {
+			j := -1
+			for x := range free {
+				if free[x] >= need && serves(role[x], g) {
+					j = x
+					break
+				}
+			}
+			if j < 0 {
+				return fmt.Errorf("nodes: the initial nodes hold %d of the %s pool's %d initial replicas of %d GPUs", r, names[g], initial[g], need)
+			}
+			free[j] -= need
+		}
 	}
 	return nil
 }
@@ -101,15 +204,25 @@ type nodeState struct {
 	cfg   *NodesConfig
 	rng   *rand.Rand
 	nodes []node
-	// of is each instance's node (-1: none).
+	// of is each instance's node (-1: none); group its node group (the role of its pool) and
+	// need the GPUs it holds.
 	of    []int32
+	group []int8
+	need  []int32
 	count []int32 // nodes on per pool
 	stats NodeStats
 }
 
 // newNodes places the initial replicas (instances marked in initial) on the initial nodes.
-func newNodes(cfg *NodesConfig, streams *rng.Partitioned, n int, initial func(i int) bool) *nodeState {
-	ns := &nodeState{cfg: cfg, of: make([]int32, n), count: make([]int32, len(cfg.Pools))}
+// prefill is the number of prefill instance slots of a disaggregated run (-1 without).
+func newNodes(cfg *NodesConfig, streams *rng.Partitioned, n, prefill int, initial func(i int) bool) *nodeState {
+	ns := &nodeState{cfg: cfg, of: make([]int32, n), group: make([]int8, n), need: make([]int32, n), count: make([]int32, len(cfg.Pools))}
+	for i := range n {
+		if prefill >= 0 && i >= prefill {
+			ns.group[i] = 1
+		}
+		ns.need[i] = cfg.need(ns.group[i], prefill >= 0)
+	}
 	for k, p := range cfg.Pools {
 		if p.Provisioning.StddevUs > 0 && ns.rng == nil {
 			ns.rng = streams.Stream(NodeStream)
@@ -122,8 +235,8 @@ func newNodes(cfg *NodesConfig, streams *rng.Partitioned, n int, initial func(i 
 	for i := range ns.of {
 		ns.of[i] = -1
 		if initial(i) {
-			ns.of[i] = ns.pick(0)
-			ns.take(ns.of[i])
+			ns.of[i] = ns.pick(int32(i), 0)
+			ns.take(int32(i), ns.of[i])
 		}
 	}
 	ns.stats.PeakNodes = ns.on()
@@ -139,31 +252,32 @@ func (ns *nodeState) on() int32 {
 	return c
 }
 
-// pick returns the on node with room for a replica that is up first (ties: the lowest index),
-// or -1.
-func (ns *nodeState) pick(now int64) int32 {
+// pick returns the on node of instance i's group with room for its replica that is up first
+// (ties: the lowest index), or -1.
+func (ns *nodeState) pick(i int32, now int64) int32 {
 	best := int32(-1)
+	g, need := ns.group[i], ns.need[i]
 	for j := range ns.nodes {
 		nd := &ns.nodes[j]
-		if nd.on && nd.free >= ns.cfg.GPUsPerReplica && (best < 0 || max(nd.readyAt, now) < max(ns.nodes[best].readyAt, now)) {
+		if nd.on && nd.free >= need && serves(ns.cfg.Pools[nd.pool].Role, g) && (best < 0 || max(nd.readyAt, now) < max(ns.nodes[best].readyAt, now)) {
 			best = int32(j)
 		}
 	}
 	return best
 }
 
-func (ns *nodeState) take(j int32) {
-	ns.nodes[j].free -= ns.cfg.GPUsPerReplica
+func (ns *nodeState) take(i, j int32) {
+	ns.nodes[j].free -= ns.need[i]
 	ns.nodes[j].replicas++
 }
 
 // place finds a node for a new replica of instance i at now, provisioning one if needed, and
 // returns how long the replica waits for it (-1: no node can be had).
 func (ns *nodeState) place(i int32, now int64) int64 {
-	j := ns.pick(now)
+	j := ns.pick(i, now)
 	if j < 0 {
 		for k, p := range ns.cfg.Pools {
-			if ns.count[k] >= p.MaxNodes {
+			if ns.count[k] >= p.MaxNodes || !serves(p.Role, ns.group[i]) {
 				continue
 			}
 			nd := node{pool: int32(k), free: p.GPUsPerNode, readyAt: now + p.Provisioning.draw(ns.rng), onSince: now, on: true}
@@ -190,7 +304,7 @@ func (ns *nodeState) place(i int32, now int64) int64 {
 		ns.stats.Capped++
 		return -1
 	}
-	ns.take(j)
+	ns.take(i, j)
 	ns.of[i] = j
 	return max(ns.nodes[j].readyAt-now, 0)
 }
@@ -204,7 +318,7 @@ func (ns *nodeState) free(i int32, now int64) {
 	}
 	ns.of[i] = -1
 	nd := &ns.nodes[j]
-	nd.free += ns.cfg.GPUsPerReplica
+	nd.free += ns.need[i]
 	nd.replicas--
 	if nd.replicas == 0 && ns.count[nd.pool] > ns.cfg.Pools[nd.pool].MinNodes {
 		ns.close(nd, now)
@@ -239,8 +353,8 @@ func (ns *nodeState) finish(end int64) *NodeStats {
 // placed on it, no node is over-committed, every active replica has a node and an off one
 // none, and each pool's node count is within its bounds.
 func (ns *nodeState) check(insts []instance) error {
-	per := ns.cfg.GPUsPerReplica
 	used := make([]int32, len(ns.nodes))
+	gpus := make([]int32, len(ns.nodes))
 	for i := range insts {
 		j := ns.of[i]
 		active := insts[i].life != lifeOff
@@ -253,7 +367,11 @@ func (ns *nodeState) check(insts []instance) error {
 			if !ns.nodes[j].on {
 				return fmt.Errorf("invariant nodes: instance %d is on released node %d", i, j)
 			}
+			if !serves(ns.cfg.Pools[ns.nodes[j].pool].Role, ns.group[i]) {
+				return fmt.Errorf("invariant nodes: instance %d is on node %d of pool %q, of another role", i, j, ns.cfg.Pools[ns.nodes[j].pool].Name)
+			}
 			used[j]++
+			gpus[j] += ns.need[i]
 		}
 	}
 	count := make([]int32, len(ns.count))
@@ -263,9 +381,9 @@ func (ns *nodeState) check(insts []instance) error {
 			continue
 		}
 		count[nd.pool]++
-		gpus := ns.cfg.Pools[nd.pool].GPUsPerNode
-		if used[j] != nd.replicas || nd.free != gpus-used[j]*per || nd.free < 0 {
-			return fmt.Errorf("invariant nodes: node %d has %d free GPUs and %d replicas, but %d replicas of %d GPUs are placed on it (of %d)", j, nd.free, nd.replicas, used[j], per, gpus)
+		total := ns.cfg.Pools[nd.pool].GPUsPerNode
+		if used[j] != nd.replicas || nd.free != total-gpus[j] || nd.free < 0 {
+			return fmt.Errorf("invariant nodes: node %d has %d free GPUs and %d replicas, but %d replicas holding %d GPUs are placed on it (of %d)", j, nd.free, nd.replicas, used[j], gpus[j], total)
 		}
 	}
 	for k, p := range ns.cfg.Pools {
