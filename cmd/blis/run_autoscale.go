@@ -26,6 +26,7 @@ type autoscaleFlags struct {
 	drain                                 string
 	costPerReplicaHour                    float64
 	scrapeDelayUs                         int64
+	nodes                                 nodeFlags
 }
 
 func addAutoscaleFlags(fl *pflag.FlagSet, f *autoscaleFlags) {
@@ -41,11 +42,12 @@ func addAutoscaleFlags(fl *pflag.FlagSet, f *autoscaleFlags) {
 	fl.Int64Var(&f.upCooldownUs, "scale-up-cooldown-us", -1, "least time since the last scaling action before a scale-up (default: the scale-up stabilization window)")
 	fl.Int64Var(&f.downCooldownUs, "scale-down-cooldown-us", -1, "least time since the last scaling action before a scale-down (default: the scale-down stabilization window)")
 	fl.Int64Var(&f.provisioningUs, "provisioning-delay-us", 0, "time from a scale-up decision to a provisioned replica")
-	fl.Int64Var(&f.modelLoadUs, "model-load-delay-us", -1, "time a new replica loads the model (default: the policy config's instance_lifecycle.loading_delay)")
+	fl.Int64Var(&f.modelLoadUs, "model-load-delay-us", 0, "time a new replica loads the model (default: --loading-delay-us)")
 	fl.Int64Var(&f.warmupUs, "warmup-delay-us", 0, "time a loaded replica warms up before it is routed to")
 	fl.StringVar(&f.drain, "drain-policy", string(sim.DrainWait), "what a removed replica does with its requests: wait, immediate or redirect")
 	fl.Float64Var(&f.costPerReplicaHour, "cost-per-replica-hour", 0, "price of one replica hour, for the autoscaler's cost")
 	fl.Int64Var(&f.scrapeDelayUs, "hpa-scrape-delay-us", 0, "age in microseconds of the load the autoscaler decides on, as an HPA reads a metrics pipeline (default: the policy config's autoscaler.hpa_scrape_delay)")
+	addNodeFlags(fl, &f.nodes)
 }
 
 // autoscaleConfig builds the run's autoscaler from the flags and the policy config's
@@ -61,10 +63,12 @@ func autoscaleConfig(fl *pflag.FlagSet, f *autoscaleFlags, initial int, b *polic
 		return nil, nil
 	}
 	var blk policy.Autoscaler
-	var loadUs int64
 	if b != nil {
 		blk = b.Autoscaler
-		loadUs = int64(b.InstanceLifecycle.LoadingDelay.Mean * 1e6)
+	}
+	load, lifecycleLoad, cold, err := lifecycle(fl, &f.nodes, b)
+	if err != nil {
+		return nil, err
 	}
 	if f.template != "" {
 		blk.Policy = f.template
@@ -120,7 +124,7 @@ func autoscaleConfig(fl *pflag.FlagSet, f *autoscaleFlags, initial int, b *polic
 		ScaleUpCooldownUs:   pick("scale-up-cooldown-us", f.upCooldownUs, int64(blk.ScaleUpStabilizationWindowUs)),
 		ScaleDownCooldownUs: pick("scale-down-cooldown-us", f.downCooldownUs, int64(blk.ScaleDownStabilizationWindowUs)),
 		Provisioning:        sim.Delay{MeanUs: f.provisioningUs},
-		ModelLoad:           sim.Delay{MeanUs: pick("model-load-delay-us", f.modelLoadUs, loadUs)},
+		ModelLoad:           sim.Delay{MeanUs: f.modelLoadUs},
 		Warmup:              sim.Delay{MeanUs: f.warmupUs},
 		Drain:               sim.DrainPolicy(f.drain),
 		CostPerReplicaHour:  f.costPerReplicaHour,
@@ -131,8 +135,17 @@ func autoscaleConfig(fl *pflag.FlagSet, f *autoscaleFlags, initial int, b *polic
 		a.Prefill, a.Decode = &pools[0], &pools[1]
 		slots = int(pools[0].MaxReplicas + pools[1].MaxReplicas)
 	}
-	if b != nil && b.InstanceLifecycle.LoadingDelay.Stddev > 0 && !fl.Changed("model-load-delay-us") {
-		a.ModelLoad.StddevUs = int64(b.InstanceLifecycle.LoadingDelay.Stddev * 1e6)
+	if lifecycleLoad {
+		// The lifecycle's loading delay, on its own random stream; without a warm start the
+		// initial replicas of a monolithic cluster load too (prefill and decode pools start
+		// ready).
+		a.ModelLoad, a.LoadingStream = load, true
+		switch {
+		case cold && pools == nil:
+			a.ColdStart = true
+		case cold && fl.Changed("loading-delay-us"):
+			return nil, errors.New("--loading-delay-us without --warm-start cold-starts the initial replicas, which is not simulated with --prefill-instances; add --warm-start")
+		}
 	}
 	if fl.Changed("hpa-scrape-delay-us") {
 		a.ScrapeDelay = sim.Delay{MeanUs: f.scrapeDelayUs}
@@ -155,6 +168,16 @@ type poolScaleOut struct {
 	PeakReplicas   int32   `json:"peak_replicas"`
 }
 
+// nodesOut is the node pools' part of the autoscaler summary of a run with node capacity.
+type nodesOut struct {
+	Provisioned int64   `json:"nodes_provisioned"`
+	Released    int64   `json:"nodes_released"`
+	Capped      int64   `json:"capped_replicas"`
+	PeakNodes   int32   `json:"peak_nodes"`
+	NodeSeconds float64 `json:"node_seconds"`
+	Cost        float64 `json:"node_cost"`
+}
+
 // writeAutoscale prints the autoscaler's summary after the metrics blocks, in the same
 // "=== ... ===" then JSON layout.
 func writeAutoscale(w io.Writer, st *sim.AutoscaleStats) error {
@@ -175,8 +198,12 @@ func writeAutoscale(w io.Writer, st *sim.AutoscaleStats) error {
 		Redirected      int64          `json:"redirected_requests"`
 		DroppedDrain    int64          `json:"dropped_by_drain"`
 		Pools           []poolScaleOut `json:"pools,omitempty"`
+		Nodes           *nodesOut      `json:"nodes,omitempty"`
 	}{st.Policy, st.Evaluations, st.ScaleUps, st.ScaleDowns, st.ReplicasAdded, st.ReplicasRemoved, st.Oscillations,
-		st.ReplicaSeconds, st.Cost, st.PeakActive, st.Redirected, st.DroppedScaledDown, nil}
+		st.ReplicaSeconds, st.Cost, st.PeakActive, st.Redirected, st.DroppedScaledDown, nil, nil}
+	if n := st.Nodes; n != nil {
+		out.Nodes = &nodesOut{n.Provisioned, n.Released, n.Capped, n.PeakNodes, n.NodeSeconds, n.Cost}
+	}
 	for _, p := range st.Pools {
 		out.Pools = append(out.Pools, poolScaleOut{p.Pool, p.ScaleUps, p.ScaleDowns, p.Oscillations, p.ReplicaSeconds, p.PeakActive})
 	}

@@ -155,6 +155,15 @@ func clusterDynamics(fl *pflag.FlagSet, f *runFlags, cfg *sim.Config, inst sim.I
 		if cfg.Autoscale, err = autoscaleConfig(fl, &f.scale, f.numInstances, bundle, nil); err != nil {
 			return err
 		}
+		if err = nodesConfig(fl, &f.scale.nodes, cfg.Autoscale, bundle, []*model.Resolved{r}); err != nil {
+			return err
+		}
+		if cfg.Autoscale == nil {
+			// Fixed replicas: they cold-start with the lifecycle's loading delay.
+			if cfg.Autoscale, err = fixedColdStart(fl, &f.scale, f.numInstances, bundle); err != nil {
+				return err
+			}
+		}
 		if cfg.PD, err = pdConfig(fl, d, f.numInstances, r); err != nil {
 			return err
 		}
@@ -200,7 +209,11 @@ func clusterDynamics(fl *pflag.FlagSet, f *runFlags, cfg *sim.Config, inst sim.I
 	if bounds != nil {
 		slots = [2]int{int(bounds[0].MaxReplicas), int(bounds[1].MaxReplicas)}
 	}
+	if _, _, cold, err := lifecycle(fl, &f.scale.nodes, bundle); err == nil && cold && bounds == nil && fl.Changed("loading-delay-us") {
+		return errors.New("--loading-delay-us without --warm-start cold-starts the initial replicas, which is not simulated with --prefill-instances; add --warm-start")
+	}
 	var pre *model.Resolved
+	models := make([]*model.Resolved, 2)
 	for k := range d.pools {
 		p := &d.pools[k]
 		pi, pr := inst, r
@@ -212,12 +225,16 @@ func clusterDynamics(fl *pflag.FlagSet, f *runFlags, cfg *sim.Config, inst sim.I
 		if k == 0 {
 			pre = pr
 		}
+		models[k] = pr
 		for range slots[k] {
 			cfg.Instances = append(cfg.Instances, pi)
 		}
 	}
 	// The transfer moves the prefill pool's KV: its bytes per token (the whole model's, over
 	// all tensor-parallel shards).
+	if err = nodesConfig(fl, &f.scale.nodes, cfg.Autoscale, bundle, models); err != nil {
+		return err
+	}
 	cfg.PD, err = pdConfig(fl, d, slots[0]+slots[1], pre)
 	if err == nil {
 		cfg.PD.PrefillInstances = slots[0]
