@@ -32,6 +32,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -73,19 +74,15 @@ type PolicyStudyReconciler struct {
 }
 
 // SetupPolicyStudyWithManager registers the PolicyStudy reconciler with mgr. Evaluations
-// with the study label (created by the study or by any other client) wake their study, and a
+// with the study label (created by the study or by any other client) wake their study; a
 // changed ConfigMap the export of a study's winner read wakes that study (through the field
-// index on status.promotion.configMaps and the ConfigMap metadata cache).
+// index on status.promotion.configMaps and the ConfigMap metadata cache), and so does a spec
+// change of the SimulatedCluster or WorkloadSpec a study with spec.promotion references
+// (through their field indexes), so that its promoted winner follows them.
 func SetupPolicyStudyWithManager(mgr ctrl.Manager) error {
 	r := &PolicyStudyReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
 		Recorder: mgr.GetEventRecorder("policystudy-controller")}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &blisv1alpha1.PolicyStudy{}, IndexStudyPromotionConfigMap,
-		func(o client.Object) []string {
-			if p := o.(*blisv1alpha1.PolicyStudy).Status.Promotion; p != nil {
-				return p.ConfigMaps
-			}
-			return nil
-		}); err != nil {
+	if err := setupStudyIndexes(context.Background(), mgr); err != nil {
 		return err
 	}
 	refs, err := configMapMetadataCacheOf(mgr)
@@ -97,6 +94,10 @@ func SetupPolicyStudyWithManager(mgr ctrl.Manager) error {
 		Named("policystudy").
 		Watches(&blisv1alpha1.Evaluation{}, handler.EnqueueRequestsFromMapFunc(studyOf)).
 		Watches(&blisv1alpha1.PolicyBundle{}, handler.EnqueueRequestsFromMapFunc(r.studiesOfBase)).
+		Watches(&blisv1alpha1.SimulatedCluster{}, handler.EnqueueRequestsFromMapFunc(r.studiesBy(IndexStudyPromotionCluster)),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&blisv1alpha1.WorkloadSpec{}, handler.EnqueueRequestsFromMapFunc(r.studiesBy(IndexStudyPromotionWorkload)),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Kind(refs.Cache, configMapMetadata(),
 			handler.TypedEnqueueRequestsFromMapFunc(r.studiesOfConfigMap),
 			predicate.TypedResourceVersionChangedPredicate[*metav1.PartialObjectMetadata]{})).
@@ -107,15 +108,22 @@ func SetupPolicyStudyWithManager(mgr ctrl.Manager) error {
 // studiesOfConfigMap maps a ConfigMap (its metadata) to the studies of its namespace whose
 // winner's export read it.
 func (r *PolicyStudyReconciler) studiesOfConfigMap(ctx context.Context, obj *metav1.PartialObjectMetadata) []reconcile.Request {
-	var list blisv1alpha1.PolicyStudyList
-	if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{IndexStudyPromotionConfigMap: obj.GetName()}); err != nil {
-		return nil
+	return r.studiesBy(IndexStudyPromotionConfigMap)(ctx, obj)
+}
+
+// studiesBy maps an object to the studies of its namespace whose index entry is its name.
+func (r *PolicyStudyReconciler) studiesBy(index string) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		var list blisv1alpha1.PolicyStudyList
+		if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{index: obj.GetName()}); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(list.Items))
+		for i := range list.Items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+		return out
 	}
-	out := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return out
 }
 
 // studyOf maps an Evaluation to the study its label names.

@@ -73,6 +73,12 @@ const (
 	// IndexStudyPromotionConfigMap indexes PolicyStudies by status.promotion.configMaps (the
 	// ConfigMaps their winner's export read).
 	IndexStudyPromotionConfigMap = "status.promotion.configMaps"
+	// IndexStudyPromotionCluster indexes PolicyStudies with spec.promotion by
+	// spec.clusterRef.name (the SimulatedCluster their winner's export takes the topology from).
+	IndexStudyPromotionCluster = "promotion.clusterRef.name"
+	// IndexStudyPromotionWorkload indexes PolicyStudies with spec.promotion by
+	// spec.workloadRef.name (the WorkloadSpec their winner is resolved with).
+	IndexStudyPromotionWorkload = "promotion.workloadRef.name"
 )
 
 // missingResyncDefault is how often an object waiting for a ConfigMap (which the manager does
@@ -344,6 +350,37 @@ func setupPromotionIndexes(ctx context.Context, mgr ctrl.Manager) error {
 			return nil
 		}
 		return evaluation.ConfigMapNames(&evaluation.Inputs{Spec: blisv1alpha1.EvaluationSpec{Policy: &pb.Spec}})
+	})
+}
+
+// setupStudyIndexes registers the field indexes of PolicyStudies: by the ConfigMaps their
+// winner's export read, and, for studies that promote, by the SimulatedCluster and the
+// WorkloadSpec they reference.
+func setupStudyIndexes(ctx context.Context, mgr ctrl.Manager) error {
+	idx := mgr.GetFieldIndexer()
+	promoting := func(key string, f func(*blisv1alpha1.PolicyStudy) string) error {
+		return idx.IndexField(ctx, &blisv1alpha1.PolicyStudy{}, key, func(o client.Object) []string {
+			ps := o.(*blisv1alpha1.PolicyStudy)
+			if ps.Spec.Promotion == nil {
+				return nil
+			}
+			if v := f(ps); v != "" {
+				return []string{v}
+			}
+			return nil
+		})
+	}
+	if err := promoting(IndexStudyPromotionCluster, func(ps *blisv1alpha1.PolicyStudy) string { return ps.Spec.ClusterRef.Name }); err != nil {
+		return err
+	}
+	if err := promoting(IndexStudyPromotionWorkload, func(ps *blisv1alpha1.PolicyStudy) string { return ps.Spec.WorkloadRef.Name }); err != nil {
+		return err
+	}
+	return idx.IndexField(ctx, &blisv1alpha1.PolicyStudy{}, IndexStudyPromotionConfigMap, func(o client.Object) []string {
+		if p := o.(*blisv1alpha1.PolicyStudy).Status.Promotion; p != nil {
+			return p.ConfigMaps
+		}
+		return nil
 	})
 }
 
