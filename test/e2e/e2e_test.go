@@ -240,13 +240,17 @@ func TestManagerEndpoints(t *testing.T) {
 	c.dumpOnFailure(t, managerNamespace, "control-plane=controller-manager")
 	_, pod := managerPod(ctx, t, c)
 
+	// /readyz includes the informer caches: a pod is Ready as soon as its caches have synced,
+	// and when it then wins the leader election its controllers start watches of their own,
+	// whose informers must sync too, so readiness may drop for a moment right after the
+	// election. Both probes must answer ok once that settles.
 	plain := &http.Client{Timeout: 10 * time.Second}
 	for _, path := range []string{"/healthz", "/readyz"} {
 		url := "http://" + net.JoinHostPort(pod.Status.PodIP, "8081") + path
-		code, body := get(ctx, t, plain, url, "")
-		if code != http.StatusOK || strings.TrimSpace(body) != "ok" {
-			t.Fatalf("GET %s: %d %q", url, code, body)
-		}
+		waitFor(ctx, t, shortTimeout, "GET "+path+" to answer ok", func(ctx context.Context) (bool, string, error) {
+			code, body := get(ctx, t, plain, url, "")
+			return code == http.StatusOK && strings.TrimSpace(body) == "ok", fmt.Sprintf("HTTP %d %q", code, body), nil
+		})
 	}
 
 	var svc corev1.Service
