@@ -31,6 +31,7 @@ type runFlags struct {
 
 	// vLLM engine.
 	maxNumSeqs, maxNumBatchedTokens, longPrefillThreshold int64
+	maxNumPartialPrefills, maxLongPartialPrefills         int64
 	blockSize, totalKVBlocks, maxModelLen                 int64
 	gpuMemoryUtilization                                  float64
 	enablePrefixCaching, enableChunkedPrefill             bool
@@ -113,6 +114,8 @@ The flags are upstream BLIS's; --max-num-running-reqs, --max-num-scheduled-token
 	fl.Int64Var(&f.maxNumSeqs, "max-num-seqs", model.DefaultMaxNumSeqs, "maximum requests in a running batch")
 	fl.Int64Var(&f.maxNumBatchedTokens, "max-num-batched-tokens", model.DefaultMaxNumBatchedTokens, "token budget of one engine step")
 	fl.Int64Var(&f.longPrefillThreshold, "long-prefill-token-threshold", 0, "largest prefill chunk of one request per step (0 = no cap)")
+	fl.Int64Var(&f.maxNumPartialPrefills, "max-num-partial-prefills", model.DefaultMaxNumPartialPrefills, "requests that may be partially prefilled at once, sharing the token budget (1 = no limit)")
+	fl.Int64Var(&f.maxLongPartialPrefills, "max-long-partial-prefills", model.DefaultMaxLongPartialPrefills, "partial prefills whose prompt is above the long-prefill threshold (at most --max-num-partial-prefills)")
 	fl.Int64Var(&f.blockSize, "block-size-in-tokens", model.DefaultBlockSize, "tokens per KV-cache block")
 	fl.Int64Var(&f.totalKVBlocks, "total-kv-blocks", 0, "KV-cache size in blocks (0 = derive from model, GPU, TP and --gpu-memory-utilization)")
 	fl.Float64Var(&f.gpuMemoryUtilization, "gpu-memory-utilization", model.DefaultGPUMemoryUtilization, "fraction of GPU memory vLLM may use, in (0, 1]")
@@ -170,6 +173,8 @@ func checkFlags(fl *pflag.FlagSet, f *runFlags) error {
 		{"max-num-seqs", f.maxNumSeqs},
 		{"max-num-batched-tokens", f.maxNumBatchedTokens},
 		{"block-size-in-tokens", f.blockSize},
+		{"max-num-partial-prefills", f.maxNumPartialPrefills},
+		{"max-long-partial-prefills", f.maxLongPartialPrefills},
 		{"num-requests", f.numRequests},
 		{"num-instances", int64(f.numInstances)},
 	}
@@ -200,7 +205,8 @@ func checkFlags(fl *pflag.FlagSet, f *runFlags) error {
 		name string
 		v    int64
 	}{{"max-num-seqs", f.maxNumSeqs}, {"max-num-batched-tokens", f.maxNumBatchedTokens}, {"block-size-in-tokens", f.blockSize},
-		{"long-prefill-token-threshold", f.longPrefillThreshold}, {"total-kv-blocks", f.totalKVBlocks}, {"max-model-len", f.maxModelLen}} {
+		{"long-prefill-token-threshold", f.longPrefillThreshold}, {"total-kv-blocks", f.totalKVBlocks}, {"max-model-len", f.maxModelLen},
+		{"max-num-partial-prefills", f.maxNumPartialPrefills}} {
 		if p.v > math.MaxInt32 {
 			return fmt.Errorf("--%s must be <= %d, got %d", p.name, math.MaxInt32, p.v)
 		}
@@ -242,6 +248,8 @@ func instanceSpec(fl *pflag.FlagSet, f *runFlags) model.InstanceSpec {
 			MaxNumSeqs:                f.maxNumSeqs,
 			MaxNumBatchedTokens:       f.maxNumBatchedTokens,
 			LongPrefillTokenThreshold: f.longPrefillThreshold,
+			MaxNumPartialPrefills:     f.maxNumPartialPrefills,
+			MaxLongPartialPrefills:    f.maxLongPartialPrefills,
 			BlockSize:                 f.blockSize,
 			GPUMemoryUtilization:      f.gpuMemoryUtilization,
 			TotalKVBlocks:             f.totalKVBlocks,
@@ -401,6 +409,13 @@ func buildRun(fl *pflag.FlagSet, f *runFlags) (*runInput, error) {
 	src, targets, err := buildWorkload(fl, f, cfg)
 	if err != nil {
 		return nil, err
+	}
+	if e := &resolved.Engine; e.MaxNumPartialPrefills > 1 {
+		// Every replica, the pools' included, runs the engine's partial prefill limits.
+		for i := range cfg.Instances {
+			cfg.Instances[i].MaxNumPartialPrefills = int32(e.MaxNumPartialPrefills)
+			cfg.Instances[i].MaxLongPartialPrefills = int32(e.MaxLongPartialPrefills)
+		}
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -584,6 +584,7 @@ func (p *plan) poolInstances(c *ClusterDoc, blockSize int32) error {
 		if err != nil {
 			return fmt.Errorf("%s pool: %w", role, err)
 		}
+		partialPrefills(r, &inst)
 		if inst.CPUTier, err = cpuTier(r, &inst, c.CPUTier); err != nil {
 			return fmt.Errorf("%s pool: %w", role, err)
 		}
@@ -597,6 +598,15 @@ func (p *plan) poolInstances(c *ClusterDoc, blockSize int32) error {
 		}
 	}
 	return nil
+}
+
+// partialPrefills sets an instance's concurrent partial prefills from its resolved engine
+// (vLLM's defaults of 1 leave them unset: the classic behaviour).
+func partialPrefills(r *model.Resolved, inst *sim.InstanceConfig) {
+	if e := &r.Engine; e.MaxNumPartialPrefills > 1 {
+		inst.MaxNumPartialPrefills = int32(e.MaxNumPartialPrefills)
+		inst.MaxLongPartialPrefills = int32(e.MaxLongPartialPrefills)
+	}
 }
 
 // cpuTier is the CPU KV tier of a resolved instance (nil when the cluster has none): a block's
@@ -619,6 +629,7 @@ func (p *plan) replica(r *model.Resolved, c *ClusterDoc) (sim.InstanceConfig, er
 	if err != nil {
 		return inst, err
 	}
+	partialPrefills(r, &inst)
 	if pd := c.PD; pd != nil {
 		p.pd = &sim.PDConfig{
 			PrefillInstances: pd.PrefillReplicas, Decider: sim.PDDecider(pd.Decider), NonCachedTokens: pd.NonCachedTokens,

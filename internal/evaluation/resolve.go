@@ -448,8 +448,8 @@ func resolveCluster(o owner, s *blisv1alpha1.SimulatedClusterSpec) (ClusterDoc, 
 		}
 	}
 	e := s.Engine
-	if e.SwapSpaceGiB != nil || e.MaxNumPartialPrefills != nil || e.MoE != nil {
-		notes = append(notes, "engine: swapSpaceGiB, maxNumPartialPrefills and moe options are not simulated")
+	if e.SwapSpaceGiB != nil || e.MoE != nil {
+		notes = append(notes, "engine: swapSpaceGiB and moe options are not simulated")
 	}
 	if s.ControlPlane.AdmissionLatencyUs < 0 {
 		return d, nil, o.err(ReasonInvalidSpec, "controlPlane.admissionLatencyUs", fmt.Errorf("must be >= 0, got %d", s.ControlPlane.AdmissionLatencyUs))
@@ -502,6 +502,10 @@ func resolveCluster(o owner, s *blisv1alpha1.SimulatedClusterSpec) (ClusterDoc, 
 	}
 	if e.LongPrefillTokenThreshold != nil {
 		is.Engine.LongPrefillTokenThreshold = int64(*e.LongPrefillTokenThreshold)
+	}
+	if e.MaxNumPartialPrefills != nil {
+		// The spec has no max-long-partial-prefills: vLLM's default of 1 applies.
+		is.Engine.MaxNumPartialPrefills = int64(*e.MaxNumPartialPrefills)
 	}
 	if e.GpuMemoryUtilization != nil {
 		is.Engine.GPUMemoryUtilization = *e.GpuMemoryUtilization

@@ -22,6 +22,10 @@ const (
 	DefaultGPUMemoryUtilization = 0.9
 	// DefaultLongPrefillTokenThreshold is the default --long-prefill-token-threshold (no cap).
 	DefaultLongPrefillTokenThreshold = 0
+	// DefaultMaxNumPartialPrefills is vLLM's default --max-num-partial-prefills.
+	DefaultMaxNumPartialPrefills = 1
+	// DefaultMaxLongPartialPrefills is vLLM's default --max-long-partial-prefills.
+	DefaultMaxLongPartialPrefills = 1
 )
 
 // VLLMEngineConfig is the vLLM deployment of one simulated instance (seed 002,
@@ -44,6 +48,12 @@ type VLLMEngineConfig struct {
 	// LongPrefillTokenThreshold is --long-prefill-token-threshold: the largest prefill chunk
 	// of one request per step; 0 means no limit beyond the token budget.
 	LongPrefillTokenThreshold int64
+	// MaxNumPartialPrefills is --max-num-partial-prefills: above 1, how many requests may be
+	// partially prefilled at once, sharing the token budget (1 = the classic behaviour).
+	MaxNumPartialPrefills int64
+	// MaxLongPartialPrefills is --max-long-partial-prefills: how many of those may have a
+	// prompt above the long-prefill threshold, so shorter prompts can go ahead of long ones.
+	MaxLongPartialPrefills int64
 	// BlockSize is --block-size: tokens per KV-cache block.
 	BlockSize int64
 	// GPUMemoryUtilization is --gpu-memory-utilization, in (0, 1].
@@ -69,6 +79,8 @@ func DefaultVLLMEngineConfig() VLLMEngineConfig {
 		MaxNumSeqs:                DefaultMaxNumSeqs,
 		MaxNumBatchedTokens:       DefaultMaxNumBatchedTokens,
 		LongPrefillTokenThreshold: DefaultLongPrefillTokenThreshold,
+		MaxNumPartialPrefills:     DefaultMaxNumPartialPrefills,
+		MaxLongPartialPrefills:    DefaultMaxLongPartialPrefills,
 		BlockSize:                 DefaultBlockSize,
 		GPUMemoryUtilization:      DefaultGPUMemoryUtilization,
 		EnableChunkedPrefill:      true,
@@ -108,6 +120,15 @@ func (e *VLLMEngineConfig) Validate() error {
 	}
 	if e.LongPrefillTokenThreshold < 0 {
 		add("long-prefill-token-threshold must be >= 0, got %d", e.LongPrefillTokenThreshold)
+	}
+	if e.MaxNumPartialPrefills < 1 || e.MaxNumPartialPrefills > math.MaxInt32 {
+		add("max-num-partial-prefills must be >= 1, got %d", e.MaxNumPartialPrefills)
+	}
+	if e.MaxLongPartialPrefills < 1 || e.MaxLongPartialPrefills > e.MaxNumPartialPrefills {
+		add("max-long-partial-prefills must be between 1 and max-num-partial-prefills (%d), got %d", e.MaxNumPartialPrefills, e.MaxLongPartialPrefills)
+	}
+	if e.MaxNumPartialPrefills > 1 && !e.EnableChunkedPrefill {
+		add("max-num-partial-prefills above 1 needs chunked prefill")
 	}
 	if e.BlockSize <= 0 {
 		add("block-size must be > 0, got %d", e.BlockSize)

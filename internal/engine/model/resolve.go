@@ -40,6 +40,10 @@ type EngineSettings struct {
 	MaxNumBatchedTokens int64 `json:"maxNumBatchedTokens,omitempty"`
 	// LongPrefillTokenThreshold is --long-prefill-token-threshold (0 = no limit).
 	LongPrefillTokenThreshold int64 `json:"longPrefillTokenThreshold,omitempty"`
+	// MaxNumPartialPrefills is --max-num-partial-prefills (0 = 1: the classic behaviour).
+	MaxNumPartialPrefills int64 `json:"maxNumPartialPrefills,omitempty"`
+	// MaxLongPartialPrefills is --max-long-partial-prefills (0 = 1).
+	MaxLongPartialPrefills int64 `json:"maxLongPartialPrefills,omitempty"`
 	// BlockSize is --block-size (0 = 16).
 	BlockSize int64 `json:"blockSize,omitempty"`
 	// GPUMemoryUtilization is --gpu-memory-utilization (0 = 0.9).
@@ -206,6 +210,8 @@ func (c *Catalog) Resolve(spec InstanceSpec) (*Resolved, error) {
 	e.MaxNumSeqs = firstPositive64(s.MaxNumSeqs, e.MaxNumSeqs)
 	e.MaxNumBatchedTokens = firstPositive64(s.MaxNumBatchedTokens, e.MaxNumBatchedTokens)
 	e.LongPrefillTokenThreshold = s.LongPrefillTokenThreshold
+	e.MaxNumPartialPrefills = firstPositive64(s.MaxNumPartialPrefills, e.MaxNumPartialPrefills)
+	e.MaxLongPartialPrefills = firstPositive64(s.MaxLongPartialPrefills, e.MaxLongPartialPrefills)
 	e.BlockSize = firstPositive64(s.BlockSize, e.BlockSize)
 	if s.GPUMemoryUtilization != 0 {
 		e.GPUMemoryUtilization = s.GPUMemoryUtilization
@@ -225,7 +231,8 @@ func (c *Catalog) Resolve(spec InstanceSpec) (*Resolved, error) {
 		val  int64
 	}{{"tensor-parallel-size", int64(s.TensorParallelSize)}, {"pipeline-parallel-size", int64(s.PipelineParallelSize)},
 		{"data-parallel-size", int64(s.DataParallelSize)}, {"max-num-seqs", s.MaxNumSeqs},
-		{"max-num-batched-tokens", s.MaxNumBatchedTokens}, {"block-size", s.BlockSize}} {
+		{"max-num-batched-tokens", s.MaxNumBatchedTokens}, {"block-size", s.BlockSize},
+		{"max-num-partial-prefills", s.MaxNumPartialPrefills}, {"max-long-partial-prefills", s.MaxLongPartialPrefills}} {
 		if v.val < 0 {
 			return nil, fmt.Errorf("instance: %s must be > 0 (0 = default), got %d", v.name, v.val)
 		}

@@ -56,6 +56,15 @@ type InstanceConfig struct {
 	Preemption PreemptionPolicy
 	// CPUTier, when set, adds a CPU KV tier (offload and reload, see tier.go); nil = GPU only.
 	CPUTier *KVTierConfig
+	// MaxNumPartialPrefills is vLLM's --max-num-partial-prefills: above 1, at most this many
+	// requests are in prefill at once and each step's prefill chunks are capped at the token
+	// budget divided by the prefills that may run (0 or 1 = the classic behaviour). A prompt is
+	// long above LongPrefillTokenThreshold, or above 4% of MaxModelLen when that is 0.
+	MaxNumPartialPrefills int32
+	// MaxLongPartialPrefills is vLLM's --max-long-partial-prefills: how many of those prefills
+	// may be long; a long waiting prompt over the limit lets shorter ones behind it go first
+	// (0 = 1, the default). Only used when MaxNumPartialPrefills is above 1.
+	MaxLongPartialPrefills int32
 }
 
 // Validate reports the first invalid field of c.
@@ -75,6 +84,12 @@ func (c *InstanceConfig) Validate() error {
 		return fmt.Errorf("long-prefill-token-threshold must be >= 0, got %d", c.LongPrefillTokenThreshold)
 	case c.MaxModelLen < 0:
 		return fmt.Errorf("max-model-len must be >= 0, got %d", c.MaxModelLen)
+	case c.MaxNumPartialPrefills < 0:
+		return fmt.Errorf("max-num-partial-prefills must be >= 1, got %d", c.MaxNumPartialPrefills)
+	case c.MaxLongPartialPrefills < 0 || c.MaxLongPartialPrefills > max(c.MaxNumPartialPrefills, 1):
+		return fmt.Errorf("max-long-partial-prefills must be between 1 and max-num-partial-prefills (%d), got %d", max(c.MaxNumPartialPrefills, 1), c.MaxLongPartialPrefills)
+	case c.MaxNumPartialPrefills > 1 && c.DisableChunkedPrefill:
+		return errors.New("max-num-partial-prefills above 1 needs chunked prefill")
 	}
 	if c.CPUTier != nil {
 		if err := c.CPUTier.Validate(); err != nil {

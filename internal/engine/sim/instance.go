@@ -118,6 +118,15 @@ type instance struct {
 	// being formed.
 	tier     *kvcache.Tier
 	reloadUs int64
+
+	// Concurrent partial prefills (InstanceConfig.MaxNumPartialPrefills > 1, planPartials): the
+	// per-request prefill chunk cap of the step being formed (0 = none), the requests in
+	// prefill in the batch and how many of them are long, and the long waiting requests that
+	// admission stepped over (returned to the front of the queue after it).
+	slotBudget   int64
+	partials     int32
+	longPartials int32
+	setAside     []uint64
 }
 
 func (in *instance) lastEvent(t int64) {
@@ -417,9 +426,15 @@ func (s *simulation) step(in *instance, now int64) {
 	sh.Prefill, sh.PrefillTokens, sh.DecodeRequests, sh.DecodeContext = sh.Prefill[:0], 0, 0, 0
 	in.chunkOwner = in.chunkOwner[:0]
 
+	if in.cfg.MaxNumPartialPrefills > 1 {
+		s.planPartials(in)
+	}
 	preempted := s.scheduleRunning(in, &budget)
 	if !preempted {
 		s.admitWaiting(in, now, budget)
+		if len(in.setAside) > 0 {
+			s.restoreSetAside(in)
+		}
 	}
 	if in.track && s.ctl.obs != nil {
 		s.ctl.obs.batch(in, now, preempted)
@@ -452,6 +467,74 @@ func (s *simulation) step(in *instance, now int64) {
 	} else {
 		in.stepPending = false
 	}
+}
+
+// partialThreshold is the prompt length above which a prefill is long under concurrent
+// partial prefills, and the chunk cap then: --long-prefill-token-threshold, or vLLM's default
+// of 4% of max-model-len when it is 0 (no threshold when that is 0 too).
+func partialThreshold(c *InstanceConfig) int32 {
+	if t := c.LongPrefillTokenThreshold; t > 0 {
+		return t
+	}
+	if t := int32(int64(c.MaxModelLen) * 4 / 100); t > 0 {
+		return t
+	}
+	return math.MaxInt32
+}
+
+// planPartials prepares a step under concurrent partial prefills (vLLM's partial prefill
+// metadata): it counts the requests in prefill in the batch and the long ones among them, then
+// looks into the wait queue for the prefills that could join (up to max-num-partial-prefills,
+// long ones only while max-long-partial-prefills allows), and sets the per-request chunk cap to
+// the token budget divided by the number of prefills that may run.
+func (s *simulation) planPartials(in *instance) {
+	c := in.cfg
+	limit, longLimit := c.MaxNumPartialPrefills, max(c.MaxLongPartialPrefills, 1)
+	thr := partialThreshold(c)
+	var prefills, long int32
+	for i := range in.running {
+		if e := &in.running[i]; e.progress < e.input {
+			prefills++
+			if e.input-e.progress > thr {
+				long++
+			}
+		}
+	}
+	in.partials, in.longPartials = prefills, long
+	// The count is the same in any order of the queue (it stops only at the limit), so the
+	// heap form is read in storage order.
+	q := &in.waitQ
+	waitingLong := int32(0)
+	for k := 0; k < q.size && prefills < limit; k++ {
+		var e uint64
+		if q.sched != nil {
+			e = q.items[k].e
+		} else {
+			e = q.buf[(q.head+k)%len(q.buf)]
+		}
+		r := &s.slab.reqs[int32(uint32(e))]
+		if r.gen != uint32(e>>32) || r.state != stQueued || r.pd == pdDecode {
+			continue
+		}
+		if r.input > thr {
+			if long+waitingLong >= longLimit {
+				continue
+			}
+			waitingLong++
+		}
+		prefills++
+	}
+	in.slotBudget = int64(c.MaxNumBatchedTokens) / int64(max(min(prefills, limit), 1))
+}
+
+// restoreSetAside returns the long requests admission stepped over to the front of the wait
+// queue, in their order.
+func (s *simulation) restoreSetAside(in *instance) {
+	for k := len(in.setAside) - 1; k >= 0; k-- {
+		e := in.setAside[k]
+		in.waitQ.push(e, s.schedKey(int32(uint32(e))), true)
+	}
+	in.setAside = in.setAside[:0]
 }
 
 // scheduleRunning is phase 1 of batch formation: the running requests, in order, each get
@@ -553,6 +636,10 @@ func (s *simulation) scheduleEntry(in *instance, i int, budget *int64, work *[]i
 	e := &in.running[i]
 	if e.progress < e.input {
 		n := e.input - e.progress
+		if in.slotBudget > 0 {
+			thr = partialThreshold(c)
+			n = int32(min(int64(n), in.slotBudget))
+		}
 		if thr > 0 && thr < n {
 			n = thr
 		}
@@ -606,12 +693,27 @@ func (s *simulation) admitWaiting(in *instance, now, budget int64) {
 	step := int32(in.stepCount)
 	c := in.cfg
 	thr, mml, bs := c.LongPrefillTokenThreshold, c.MaxModelLen, c.BlockSize
+	partial := in.slotBudget > 0
+	if partial {
+		thr = partialThreshold(c)
+	}
 	for int32(len(in.running)) < c.MaxNumSeqs && budget > 0 {
 		slot, ok := in.frontLive(s.slab.reqs)
 		if !ok {
 			return
 		}
 		r := &s.slab.reqs[slot]
+		if partial && r.pd != pdDecode {
+			if in.partials >= c.MaxNumPartialPrefills {
+				return
+			}
+			if r.input > thr && in.longPartials >= max(c.MaxLongPartialPrefills, 1) {
+				// A long prompt over the long limit: shorter ones behind it go first.
+				in.waitQ.popFront(true)
+				in.setAside = append(in.setAside, qEntry(slot, r.gen))
+				continue
+			}
+		}
 		t := in.takeTable(int((int64(r.input)+int64(r.output))/int64(bs)) + 1)
 		if r.pd == pdDecode {
 			if !s.admitTransferred(in, slot, r, t, now) {
@@ -646,6 +748,9 @@ func (s *simulation) admitWaiting(in *instance, now, budget int64) {
 		n := r.input - cached
 		if thr > 0 && thr < n {
 			n = thr
+		}
+		if partial {
+			n = int32(min(int64(n), in.slotBudget))
 		}
 		if c.DisableChunkedPrefill && int64(n) > budget {
 			in.kv.Release(t)
@@ -694,6 +799,12 @@ func (s *simulation) admitWaiting(in *instance, now, budget int64) {
 		r.schedDelay = now - r.arrival
 		budget -= int64(n)
 		in.addChunk(slot, n, cached, r.input)
+		if partial {
+			in.partials++
+			if r.input > thr {
+				in.longPartials++
+			}
+		}
 	}
 }
 

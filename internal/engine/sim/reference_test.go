@@ -69,6 +69,20 @@ func scenarios() []scenario {
 			return &Config{Instances: []InstanceConfig{ic, ic}, Seed: 6,
 				Policy: mustBundle("priority: {policy: slo-based}\npreemption: {policy: priority}\nrouting: {policy: least-loaded}")}
 		}, genSpec{n: 300, gapUs: 2500, inMean: 200, inStd: 80, outMean: 200, outSd: 100, classes: true, seed: 22}, nil},
+		// Concurrent partial prefills: long and short prompts mixed under a small budget, so
+		// steps split the budget between prefills and short prompts step over long ones, with
+		// preemptions from a tight cache; then the same in the heap form of the wait queue.
+		{"partial-prefills", one(func(c *InstanceConfig) {
+			c.TotalKVBlocks, c.MaxNumBatchedTokens, c.LongPrefillTokenThreshold = 200, 256, 120
+			c.MaxNumPartialPrefills, c.MaxLongPartialPrefills = 3, 1
+		}), genSpec{n: 200, gapUs: 6000, inMean: 250, inStd: 200, outMean: 80, outSd: 60, prefixLen: 32, prefixGroups: 3, seed: 25}, nil},
+		{"partial-prefills-policy", func() *Config {
+			ic := testInstance(m)
+			ic.TotalKVBlocks, ic.MaxNumBatchedTokens, ic.MaxModelLen = 220, 384, 1200
+			ic.MaxNumPartialPrefills, ic.MaxLongPartialPrefills = 4, 2
+			return &Config{Instances: []InstanceConfig{ic, ic}, Seed: 10,
+				Policy: mustBundle("priority: {policy: slo-based}\nscheduler: priority-fcfs\npreemption: {policy: priority}\nrouting: {policy: least-loaded}")}
+		}, genSpec{n: 300, gapUs: 3000, inMean: 300, inStd: 250, outMean: 100, outSd: 80, classes: true, seed: 26}, nil},
 		{"cpu-tier", func() *Config {
 			ic := testInstance(m)
 			ic.TotalKVBlocks, ic.MaxNumSeqs = 300, 16
@@ -157,6 +171,13 @@ func randomScenario(seed uint64) scenario {
 		ic.Preemption = PreemptPriority
 	}
 	ic.DisablePrefixCaching = rnd.IntN(4) == 0
+	if seed > 40 {
+		// Concurrent partial prefills, drawn apart so the configurations of seeds up to 40
+		// stay as they were.
+		pr := rand.New(rand.NewPCG(seed, 100))
+		ic.MaxNumPartialPrefills = int32(2 + pr.IntN(4))
+		ic.MaxLongPartialPrefills = int32(1 + pr.IntN(int(ic.MaxNumPartialPrefills)))
+	}
 	n := 1 + rnd.IntN(3)
 	cfg := &Config{Seed: int64(seed), Router: LeastLoaded}
 	for range n {
@@ -217,7 +238,7 @@ func TestOptimizedMatchesReference(t *testing.T) {
 // treats apart from the common decode token.
 func TestOptimizedMatchesReferenceRandom(t *testing.T) {
 	var total InstanceStats
-	for seed := uint64(1); seed <= 40; seed++ {
+	for seed := uint64(1); seed <= 60; seed++ {
 		sc := randomScenario(seed)
 		if err := sc.cfg().Validate(); err != nil {
 			t.Fatalf("%s: %v", sc.name, err)
