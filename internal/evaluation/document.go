@@ -89,7 +89,8 @@ type ClusterDoc struct {
 	// Autoscaling bounds and actuates the replica count (nil: Replicas fixed). The policy
 	// bundle's autoscaler block gives the evaluation interval, cooldowns and template.
 	Autoscaling *AutoscalingDoc `json:"autoscaling,omitempty"`
-	// CPUTier is every replica's CPU KV tier (nil: GPU KV only).
+	// CPUTier is every replica's first KV tier below GPU memory, the head of the chain cpu ->
+	// filesystem -> object-store (nil: GPU KV only; the field keeps its name for the hash).
 	CPUTier *KVTierDoc `json:"cpuTier,omitempty"`
 	// PD is prefill/decode disaggregation (nil: every replica monolithic); the first
 	// PrefillReplicas replicas are the prefill pool.
@@ -110,13 +111,17 @@ type PDDoc struct {
 	Decode  *model.InstanceSpec `json:"decode,omitempty"`
 }
 
-// KVTierDoc is a CPU KV tier: capacity per replica, transfer bandwidth and base latency, and
-// the GPU utilization above which computed prompt blocks are offloaded.
+// KVTierDoc is a KV tier below GPU memory: capacity per replica, transfer bandwidth and base
+// latency, and (the first tier's) the GPU utilization above which computed prompt blocks are
+// offloaded. Tier is its kind (empty: cpu) and Next the tier below it, which receives the
+// blocks it evicts; both are absent for a lone cpu tier, which keeps that document's hash.
 type KVTierDoc struct {
-	CapacityBlocks   int64   `json:"capacityBlocks"`
-	BandwidthGBps    float64 `json:"bandwidthGBps"`
-	BaseLatencyUs    int64   `json:"baseLatencyUs,omitempty"`
-	OffloadThreshold float64 `json:"offloadThreshold,omitempty"`
+	Tier             string     `json:"tier,omitempty"`
+	CapacityBlocks   int64      `json:"capacityBlocks"`
+	BandwidthGBps    float64    `json:"bandwidthGBps"`
+	BaseLatencyUs    int64      `json:"baseLatencyUs,omitempty"`
+	OffloadThreshold float64    `json:"offloadThreshold,omitempty"`
+	Next             *KVTierDoc `json:"next,omitempty"`
 }
 
 // AutoscalingDoc is the autoscaled cluster: Replicas start ready, and the autoscaler keeps the

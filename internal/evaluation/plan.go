@@ -609,17 +609,26 @@ func partialPrefills(r *model.Resolved, inst *sim.InstanceConfig) {
 	}
 }
 
-// cpuTier is the CPU KV tier of a resolved instance (nil when the cluster has none): a block's
-// bytes are the model's KV bytes per token times the block size.
+// cpuTier is the KV tier chain of a resolved instance (nil when the cluster has none): a
+// block's bytes are the model's KV bytes per token times the block size.
 func cpuTier(r *model.Resolved, inst *sim.InstanceConfig, t *KVTierDoc) (*sim.KVTierConfig, error) {
 	if t == nil {
 		return nil, nil
 	}
-	c := &sim.KVTierConfig{
-		CapacityBlocks: int32(min(t.CapacityBlocks, math.MaxInt32)), BandwidthGBps: t.BandwidthGBps, BaseLatencyUs: t.BaseLatencyUs,
-		BlockBytes: r.Model.KVCacheBytesPerToken() * int64(inst.BlockSize), OffloadThreshold: t.OffloadThreshold,
+	var head, last *sim.KVTierConfig
+	for ; t != nil; t = t.Next {
+		c := &sim.KVTierConfig{
+			CapacityBlocks: int32(min(t.CapacityBlocks, math.MaxInt32)), BandwidthGBps: t.BandwidthGBps, BaseLatencyUs: t.BaseLatencyUs,
+			BlockBytes: r.Model.KVCacheBytesPerToken() * int64(inst.BlockSize), OffloadThreshold: t.OffloadThreshold, Kind: t.Tier,
+		}
+		if head == nil {
+			head = c
+		} else {
+			last.Next = c
+		}
+		last = c
 	}
-	return c, c.Validate()
+	return head, head.Validate()
 }
 
 // replica builds the replica of a resolved instance, with its CPU KV tier when the cluster has

@@ -785,18 +785,20 @@ func resolvePoolBounds(o owner, s *blisv1alpha1.SimulatedClusterSpec) (*PoolBoun
 	return pre, dec, nil
 }
 
-// resolveTiers maps a cluster's KV tiers: one cpu tier is simulated, other kinds are noted.
+// resolveTiers maps a cluster's KV tiers to the chain cpu -> filesystem -> object-store (each
+// kind at most once, in that order whatever the list's; a chain may start below cpu). The
+// first tier's offload threshold applies; a lower tier's is noted as unused.
 func resolveTiers(o owner, tiers []blisv1alpha1.KVTierSpec) (*KVTierDoc, []string, error) {
-	var out *KVTierDoc
-	var notes []string
+	var byKind [3]*KVTierDoc
+	var thresholds [3]bool
 	for i, t := range tiers {
 		field := fmt.Sprintf("kvTiers[%d]", i)
+		k := slices.Index([]string{"cpu", "filesystem", "object-store"}, t.Tier)
 		switch {
-		case t.Tier != "cpu":
-			notes = append(notes, fmt.Sprintf("kvTiers: the %s tier is not simulated; only a cpu tier is", t.Tier))
-			continue
-		case out != nil:
-			return nil, nil, o.err(ReasonInvalidSpec, field, errors.New("at most one cpu tier"))
+		case k < 0:
+			return nil, nil, o.err(ReasonInvalidSpec, field+".tier", fmt.Errorf("must be cpu, filesystem or object-store, got %q", t.Tier))
+		case byKind[k] != nil:
+			return nil, nil, o.err(ReasonInvalidSpec, field, fmt.Errorf("at most one %s tier", t.Tier))
 		case t.CapacityBlocks < 1 || t.CapacityBlocks > math.MaxInt32:
 			return nil, nil, o.err(ReasonInvalidSpec, field+".capacityBlocks", fmt.Errorf("must be in [1, %d], got %d", math.MaxInt32, t.CapacityBlocks))
 		case !(t.BandwidthGBps > 0) || math.IsInf(t.BandwidthGBps, 0):
@@ -804,12 +806,33 @@ func resolveTiers(o owner, tiers []blisv1alpha1.KVTierSpec) (*KVTierDoc, []strin
 		case t.BaseLatencyUs < 0:
 			return nil, nil, o.err(ReasonInvalidSpec, field+".baseLatencyUs", fmt.Errorf("must be >= 0, got %d", t.BaseLatencyUs))
 		}
-		out = &KVTierDoc{CapacityBlocks: t.CapacityBlocks, BandwidthGBps: t.BandwidthGBps, BaseLatencyUs: t.BaseLatencyUs}
-		if t.OffloadThreshold != nil {
-			out.OffloadThreshold = *t.OffloadThreshold
+		d := &KVTierDoc{CapacityBlocks: t.CapacityBlocks, BandwidthGBps: t.BandwidthGBps, BaseLatencyUs: t.BaseLatencyUs}
+		if k > 0 {
+			d.Tier = t.Tier
 		}
+		if t.OffloadThreshold != nil {
+			d.OffloadThreshold, thresholds[k] = *t.OffloadThreshold, true
+		}
+		byKind[k] = d
 	}
-	return out, notes, nil
+	var head, last *KVTierDoc
+	var notes []string
+	for k, d := range byKind {
+		switch {
+		case d == nil:
+			continue
+		case head == nil:
+			head = d
+		default:
+			last.Next = d
+			if thresholds[k] {
+				notes = append(notes, fmt.Sprintf("kvTiers: the %s tier's offloadThreshold is unused; the first tier's applies", d.Tier))
+			}
+			d.OffloadThreshold = 0
+		}
+		last = d
+	}
+	return head, notes, nil
 }
 
 // resolveAutoscaling checks a cluster's autoscaling block against its initial replicas.

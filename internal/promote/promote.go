@@ -81,8 +81,8 @@ const (
 //     bundle resolved without a workload: objectives are then written for every class the
 //     bundle names).
 //
-// A filesystem or object-store KV tier has no llm-d counterpart in the exporter: it is an
-// error naming the field, never dropped silently.
+// A filesystem or object-store KV tier has no llm-d counterpart in the exporter: it travels in
+// the cluster's LowerKVTiers and becomes a warning of the export, never dropped silently.
 func Input(res *evaluation.Resolved, cluster *blisv1alpha1.SimulatedClusterSpec) (export.Input, error) {
 	if res == nil {
 		return export.Input{}, errors.New("promote: no resolved evaluation")
@@ -159,8 +159,15 @@ func topology(c *export.Cluster, s *blisv1alpha1.SimulatedClusterSpec) error {
 		c.Disaggregation = d
 	}
 	for i, t := range s.KVTiers {
-		if t.Tier != "cpu" {
-			return fmt.Errorf("promote: SimulatedCluster spec.kvTiers[%d]: a %s tier has no llm-d equivalent in the export (only a cpu tier, as vLLM's OffloadingConnector)", i, t.Tier)
+		switch t.Tier {
+		case "cpu":
+		case "filesystem", "object-store":
+			// No llm-d equivalent in the export (only a cpu tier, as vLLM's OffloadingConnector):
+			// the exporter warns about it.
+			c.LowerKVTiers = append(c.LowerKVTiers, t.Tier)
+			continue
+		default:
+			return fmt.Errorf("promote: SimulatedCluster spec.kvTiers[%d]: unknown tier %q", i, t.Tier)
 		}
 		o := &export.KVOffload{CPUBlocks: t.CapacityBlocks, BandwidthGBps: t.BandwidthGBps, BaseLatencyUs: t.BaseLatencyUs}
 		if t.OffloadThreshold != nil {

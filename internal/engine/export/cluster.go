@@ -53,6 +53,9 @@ type Cluster struct {
 	Disaggregation *Disaggregation `json:"disaggregation,omitempty"`
 	// KVOffload is a CPU tier below GPU KV memory.
 	KVOffload *KVOffload `json:"kvOffload,omitempty"`
+	// LowerKVTiers are the kinds of the simulated KV tiers below the CPU one (filesystem,
+	// object-store): the configuration exported has no counterpart, so each is a warning.
+	LowerKVTiers []string `json:"lowerKVTiers,omitempty"`
 	// Autoscaling bounds the replica count of pools that do not set their own bounds.
 	Autoscaling *Bounds `json:"autoscaling,omitempty"`
 	// SLOClasses are the workload's SLO class names; objectives are written for these (else for
@@ -241,6 +244,11 @@ func (c *Cluster) Validate() error {
 		}
 		if o.OffloadThreshold != nil && (*o.OffloadThreshold <= 0 || *o.OffloadThreshold > 1) {
 			fail("kvOffload.offloadThreshold must be in (0, 1]")
+		}
+	}
+	for _, k := range c.LowerKVTiers {
+		if k != "filesystem" && k != "object-store" {
+			fail("lowerKVTiers: %q is not filesystem or object-store", k)
 		}
 	}
 	if a := c.Autoscaling; a != nil && (a.MinReplicas < 0 || a.MaxReplicas < 1 || a.MinReplicas > a.MaxReplicas) {

@@ -64,6 +64,9 @@ func (bd *builder) infraNotes() error {
 	if o := bd.in.Cluster.KVOffload; o != nil && (o.BandwidthGBps > 0 || o.BaseLatencyUs > 0 || o.OffloadThreshold != nil) {
 		bd.note("kvOffload", "CPU offload bandwidth, latency and threshold are modelled by the simulator; vLLM's OffloadingConnector has no such settings")
 	}
+	for _, k := range bd.in.Cluster.LowerKVTiers {
+		bd.note("kvTiers", "the %s KV tier is simulated but not exported: the llm-d and vLLM configuration written here has no counterpart", k)
+	}
 	return nil
 }
 

@@ -21,6 +21,10 @@ type Tier struct {
 	// only ever reused by eviction, so every node is listed.
 	head, tail int32
 	stats      TierStats
+	// next is the tier below (nil: the last): a block this tier evicts is demoted to it.
+	next *Tier
+	// below marks, per block of a ReloadChain, whether a lower tier supplied it (reused).
+	below []bool
 }
 
 type tierNode struct {
@@ -38,6 +42,11 @@ type TierStats struct {
 	// Reloaded counts blocks read back into GPU memory on a prefix hit; Thrashed those reloaded
 	// within the thrashing window of their store or previous reload.
 	Reloaded, Thrashed int64
+	// Demoted counts blocks written here by the tier above when it evicted them, and Promoted
+	// blocks written to the first tier when a lower one supplied them to a reload (neither
+	// counts a block already held). A tier holds Stored + Demoted + Promoted - Evicted blocks;
+	// the chain loses only the last tier's evictions.
+	Demoted, Promoted int64
 }
 
 // tierPresize is the most entries the index is sized for at its first growth: a tier usually
@@ -137,39 +146,151 @@ func (t *Tier) pushTail(i int32) {
 
 // Store writes the blocks of hashes into the tier at time now, most recent last; NoHash
 // entries are skipped. Blocks already held become the most recent; when the tier is full the
-// least recently used block is evicted.
+// least recently used block is evicted, and demoted to the tier below when there is one.
 func (t *Tier) Store(hashes []uint64, now int64) {
 	for _, h := range hashes {
-		if h == NoHash {
-			continue
+		if h != NoHash {
+			t.put(h, now, &t.stats.Stored)
 		}
-		if i := t.find(h); i >= 0 {
-			// Already held: nothing moves, the block only becomes the most recent (it already
-			// is when it is the tail).
-			if i != t.tail {
-				t.unlink(i)
-				t.pushTail(i)
-			}
-			continue
-		}
-		var i int32
-		if int32(len(t.nodes)) < t.capacity {
-			if want := len(t.nodes) + 1; 2*want > len(t.index.slots) {
-				t.grow(want)
-			}
-			t.nodes = append(t.nodes, tierNode{})
-			i = int32(len(t.nodes) - 1)
-		} else {
-			i = t.head
-			t.unlink(i)
-			t.index.deleteIf(t.nodes[i].hash, i)
-			t.stats.Evicted++
-		}
-		t.nodes[i] = tierNode{hash: h, moved: now}
-		t.insert(h, i)
-		t.pushTail(i)
-		t.stats.Stored++
 	}
+}
+
+// put writes h at now, counting a new block in *count; an eviction cascades down the chain.
+func (t *Tier) put(h uint64, now int64, count *int64) {
+	for tt := t; tt != nil; {
+		ev, ok := tt.put1(h, now, count)
+		if !ok || tt.next == nil {
+			return
+		}
+		// The evicted block keeps its content: the tier below receives it at the same time.
+		h, tt = ev, tt.next
+		count = &tt.stats.Demoted
+	}
+}
+
+// put1 writes h into t alone and returns the hash it evicted, if any.
+func (t *Tier) put1(h uint64, now int64, count *int64) (uint64, bool) {
+	if i := t.find(h); i >= 0 {
+		// Already held: nothing moves, the block only becomes the most recent (it already
+		// is when it is the tail).
+		if i != t.tail {
+			t.unlink(i)
+			t.pushTail(i)
+		}
+		return 0, false
+	}
+	var i int32
+	var ev uint64
+	evicted := false
+	if int32(len(t.nodes)) < t.capacity {
+		if want := len(t.nodes) + 1; 2*want > len(t.index.slots) {
+			t.grow(want)
+		}
+		t.nodes = append(t.nodes, tierNode{})
+		i = int32(len(t.nodes) - 1)
+	} else {
+		i = t.head
+		t.unlink(i)
+		ev, evicted = t.nodes[i].hash, true
+		t.index.deleteIf(ev, i)
+		t.stats.Evicted++
+	}
+	t.nodes[i] = tierNode{hash: h, moved: now}
+	t.insert(h, i)
+	t.pushTail(i)
+	*count++
+	return ev, evicted
+}
+
+// Chain links lower below t: the blocks t evicts are demoted to lower (and so on down), and
+// MatchChain and ReloadChain look through both. It returns t.
+func (t *Tier) Chain(lower *Tier) *Tier {
+	t.next = lower
+	return t
+}
+
+// Next returns the tier below t (nil: the last).
+func (t *Tier) Next() *Tier { return t.next }
+
+// MatchChain returns how many leading hashes the chain from t holds, each in any of its tiers.
+func (t *Tier) MatchChain(hashes []uint64) int32 {
+	if t.next == nil {
+		return t.Match(hashes)
+	}
+	var n int32
+	for _, h := range hashes {
+		if t.holder(h) == nil {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// holder returns the highest tier of the chain from t holding h (nil: none).
+func (t *Tier) holder(h uint64) *Tier {
+	for tt := t; tt != nil; tt = tt.next {
+		if tt.find(h) >= 0 {
+			return tt
+		}
+	}
+	return nil
+}
+
+// ReloadChain is Reload across the chain from t: each block is read from the highest tier
+// holding it (all are held, see MatchChain), and then those read from a lower tier are
+// promoted back into t as its most recent blocks, in order (a copy stays below; what t evicts
+// for them is demoted). perTier[d] receives the number of blocks read from the tier at depth d
+// (perTier has an entry per tier). It returns the number thrashed.
+func (t *Tier) ReloadChain(hashes []uint64, now, window int64, perTier []int32) int64 {
+	if t.next == nil {
+		perTier[0] += int32(len(hashes))
+		return t.Reload(hashes, now, window)
+	}
+	var thrashed int64
+	promote := false
+	t.below = t.below[:0]
+	for _, h := range hashes {
+		d := 0
+		tt := t
+		for tt.find(h) < 0 {
+			tt, d = tt.next, d+1
+			if tt == nil {
+				panic("kvcache: Reload of a block the tier does not hold")
+			}
+		}
+		thrashed += tt.reload1(h, now, window)
+		perTier[d]++
+		t.below = append(t.below, d > 0)
+		promote = promote || d > 0
+	}
+	// The reads above found every block where it was; only now do the blocks read from below
+	// move up, after those read from t (what t evicts for them is demoted).
+	if promote {
+		for i, h := range hashes {
+			if t.below[i] {
+				t.put(h, now, &t.stats.Promoted)
+			}
+		}
+	}
+	return thrashed
+}
+
+// reload1 is Reload of the single held block h.
+func (t *Tier) reload1(h uint64, now, window int64) int64 {
+	i := t.find(h)
+	var thrashed int64
+	if now-t.nodes[i].moved < window {
+		thrashed = 1
+	}
+	t.nodes[i].moved = now
+	if i != t.tail {
+		t.unlink(i)
+		t.pushTail(i)
+	}
+	t.stats.Reloaded++
+	t.stats.Thrashed += thrashed
+	return thrashed
 }
 
 // Match returns how many leading hashes the tier holds, without changing anything.
@@ -252,6 +373,14 @@ func (t *Tier) CheckInvariants() error {
 	}
 	if used != n || x.n != n {
 		return fmt.Errorf("tier index has %d entries and counts %d, for %d nodes", used, x.n, n)
+	}
+	if st := t.stats; int64(n) != st.Stored+st.Demoted+st.Promoted-st.Evicted {
+		return fmt.Errorf("tier holds %d blocks, but stored %d + demoted %d + promoted %d - evicted %d", n, st.Stored, st.Demoted, st.Promoted, st.Evicted)
+	}
+	if t.next != nil {
+		if err := t.next.CheckInvariants(); err != nil {
+			return fmt.Errorf("tier below: %w", err)
+		}
 	}
 	return nil
 }
