@@ -49,21 +49,29 @@ func runBenchPolicy(b *testing.B, bc benchCase, bundle string) {
 		cfg.Router = nil
 		cfg.Policy = parseBundle(b, bundle)
 	}
+	runConfig(b, bc, cfg)
+}
+
+// runConfig runs workload bc under cfg in the benchmark loop, checks that the last run
+// completed every request, and returns that run's result.
+func runConfig(b *testing.B, bc benchCase, cfg *Config) *Result {
+	b.Helper()
 	b.ReportAllocs()
-	var completed int
+	var res *Result
 	for b.Loop() {
-		res, err := Run(cfg, benchSource(b, bc))
-		if err != nil {
+		var err error
+		if res, err = Run(cfg, benchSource(b, bc)); err != nil {
 			b.Fatal(err)
 		}
-		completed = 0
-		for i := range res.Instances {
-			completed += int(res.Instances[i].Completed)
-		}
 	}
-	if int64(completed) != bc.requests {
+	var completed int64
+	for i := range res.Instances {
+		completed += res.Instances[i].Completed
+	}
+	if completed != bc.requests {
 		b.Fatalf("completed %d of %d", completed, bc.requests)
 	}
+	return res
 }
 
 // BenchmarkSimA is workload A: 1,000 requests, 1 instance, 20 req/s.

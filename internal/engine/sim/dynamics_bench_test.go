@@ -19,23 +19,7 @@ func BenchmarkSimBDynamics(b *testing.B) {
 		IntervalUs: 1_000_000, ScaleDownCooldownUs: 30_000_000,
 		Provisioning: Delay{MeanUs: 30_000_000}, ModelLoad: Delay{MeanUs: 20_000_000}, Warmup: Delay{MeanUs: 5_000_000},
 	}
-	b.ReportAllocs()
-	var completed int64
-	var as *AutoscaleStats
-	for b.Loop() {
-		res, err := Run(cfg, benchSource(b, benchB))
-		if err != nil {
-			b.Fatal(err)
-		}
-		completed = 0
-		for i := range res.Instances {
-			completed += res.Instances[i].Completed
-		}
-		as = res.Autoscale
-	}
-	if completed != benchB.requests {
-		b.Fatalf("completed %d of %d", completed, benchB.requests)
-	}
+	as := runConfig(b, benchB, cfg).Autoscale
 	b.ReportMetric(float64(as.ScaleUps+as.ScaleDowns), "scale-actions")
 }
 
@@ -46,21 +30,7 @@ func BenchmarkSimBDisaggregated(b *testing.B) {
 	inst.CPUTier = &KVTierConfig{CapacityBlocks: 50_000, BandwidthGBps: 32, BaseLatencyUs: 20, BlockBytes: 2 << 20}
 	cfg := benchConfig(benchB, inst)
 	cfg.PD = &PDConfig{PrefillInstances: 2, Decider: DecideAlways, BandwidthGBps: 25, BaseLatencyUs: 50, BytesPerToken: 128 << 10}
-	b.ReportAllocs()
-	var completed int64
-	for b.Loop() {
-		res, err := Run(cfg, benchSource(b, benchB))
-		if err != nil {
-			b.Fatal(err)
-		}
-		completed = 0
-		for i := range res.Instances {
-			completed += res.Instances[i].Completed
-		}
-	}
-	if completed != benchB.requests {
-		b.Fatalf("completed %d of %d", completed, benchB.requests)
-	}
+	runConfig(b, benchB, cfg)
 }
 
 // BenchmarkSimBAllDynamics is workload B with all three cluster dynamics on: 2 + 2 prefill and
@@ -80,22 +50,6 @@ func BenchmarkSimBAllDynamics(b *testing.B) {
 		IntervalUs: 1_000_000, ScaleDownCooldownUs: 30_000_000,
 		Provisioning: Delay{MeanUs: 30_000_000}, ModelLoad: Delay{MeanUs: 20_000_000}, Warmup: Delay{MeanUs: 5_000_000},
 	}
-	b.ReportAllocs()
-	var completed int64
-	var as *AutoscaleStats
-	for b.Loop() {
-		res, err := Run(cfg, benchSource(b, benchB))
-		if err != nil {
-			b.Fatal(err)
-		}
-		completed = 0
-		for i := range res.Instances {
-			completed += res.Instances[i].Completed
-		}
-		as = res.Autoscale
-	}
-	if completed != benchB.requests {
-		b.Fatalf("completed %d of %d", completed, benchB.requests)
-	}
+	as := runConfig(b, benchB, cfg).Autoscale
 	b.ReportMetric(float64(as.ScaleUps+as.ScaleDowns), "scale-actions")
 }

@@ -7,14 +7,7 @@ import "testing"
 func BenchmarkSimBSeries(b *testing.B) {
 	cfg := benchConfig(benchB, benchInstance(b))
 	cfg.Options.Series = true
-	b.ReportAllocs()
-	var res *Result
-	for b.Loop() {
-		var err error
-		if res, err = Run(cfg, benchSource(b, benchB)); err != nil {
-			b.Fatal(err)
-		}
-	}
+	res := runConfig(b, benchB, cfg)
 	if res.Series == nil || res.Series.Buckets() > MaxSeriesBuckets {
 		b.Fatal("no bounded series recorded")
 	}
