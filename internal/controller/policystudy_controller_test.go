@@ -36,11 +36,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
 	blisv1alpha1 "github.com/inference-sim/blis-operator/api/v1alpha1"
@@ -54,37 +50,7 @@ import (
 // children in-process) plus the PolicyStudy reconciler, until the test ends or stop is called.
 func startStudyManager(t *testing.T, cfg Config) (stop func()) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:     env.Scheme,
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache:      cache.Options{ByObject: CacheOptions()},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := SetupWithManager(mgr, cfg); err != nil {
-		t.Fatal(err)
-	}
-	if err := SetupPolicyStudyWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}
-	t.Cleanup(stop)
-	return stop
+	return startManagerWith(t, env.Config, cfg, SetupPolicyStudyWithManager)
 }
 
 // studyCfg is the reconcilers' configuration of the study tests: in-process runs, two workers.

@@ -26,12 +26,8 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	blisv1alpha1 "github.com/inference-sim/blis-operator/api/v1alpha1"
 	"github.com/inference-sim/blis-operator/internal/engine/export"
@@ -43,30 +39,7 @@ import (
 // plus the promotion reconcilers, until the test ends.
 func startPromotionManager(t *testing.T) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:     env.Scheme,
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache:      cache.Options{ByObject: CacheOptions()},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := SetupWithManager(mgr, Config{DefaultExecutor: blisv1alpha1.ExecutorInProcess, InProcessWorkers: 2}); err != nil {
-		t.Fatal(err)
-	}
-	if err := SetupPromotionWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	startManagerWith(t, env.Config, Config{DefaultExecutor: blisv1alpha1.ExecutorInProcess, InProcessWorkers: 2}, SetupPromotionWithManager)
 }
 
 // promotionOf waits until the object's promoted annotation names cm and the ConfigMap holds

@@ -94,8 +94,9 @@ func startManager(t testing.TB, cfg Config) (stop func()) {
 	return startManagerWith(t, env.Config, cfg)
 }
 
-// startManagerWith is startManager with the manager's client configuration.
-func startManagerWith(t testing.TB, restCfg *rest.Config, cfg Config) (stop func()) {
+// startManagerWith is startManager with the manager's client configuration; extra registers
+// further reconcilers (PolicyStudy, promotion) beside the four of SetupWithManager.
+func startManagerWith(t testing.TB, restCfg *rest.Config, cfg Config, extra ...func(ctrl.Manager) error) (stop func()) {
 	t.Helper()
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:     env.Scheme,
@@ -108,6 +109,11 @@ func startManagerWith(t testing.TB, restCfg *rest.Config, cfg Config) (stop func
 	}
 	if err := SetupWithManager(mgr, cfg); err != nil {
 		t.Fatal(err)
+	}
+	for _, setup := range extra {
+		if err := setup(mgr); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
